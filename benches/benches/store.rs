@@ -1,0 +1,2 @@
+//! Store gather benchmarks (filled by the store issue).
+fn main() {}

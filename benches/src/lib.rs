@@ -1,0 +1,1 @@
+//! Shared pieces of the benchmarks: the exact workload generators of BENCH-DATA.md.

@@ -1,0 +1,2 @@
+//! Quickstart (in progress).
+fn main() {}

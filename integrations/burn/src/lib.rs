@@ -1,0 +1,3 @@
+//! Burn Dataset and DataLoader over zrecord stores.
+//!
+//! This crate is a skeleton; its issue fills it.

@@ -1,0 +1,3 @@
+//! An endless, step-based prefetching loader over named zrecord streams.
+//!
+//! This crate is a skeleton; its issue fills it.

@@ -1,0 +1,275 @@
+//! Append: encode in parallel, place, write payload, then record table, then
+//! the header — so a crash at any point leaves a prefix of whole batches.
+
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::Ordering;
+
+use rayon::prelude::*;
+
+use super::Engine;
+use super::files::FileTable;
+use crate::format::{LOC_ENTRY_LEN, MAX_RECORD_BYTES, RecordLoc};
+use crate::{Error, Result};
+
+/// Below this many input bytes an append compresses on the calling thread.
+const PARALLEL_ENCODE_BYTES: usize = 256 << 10;
+
+/// Payload is written in pieces of about this size: small records are
+/// gathered into one write, whatever the caller's batch size.
+const WRITE_BYTES: usize = 256 << 10;
+
+/// Records encoded by one thread, laid end to end.
+struct EncodedShard {
+    first: usize,
+    bytes: Vec<u8>,
+    /// `ends[k]` is where record `first + k` ends in `bytes`.
+    ends: Vec<usize>,
+}
+
+/// A batch's stored bytes: the input itself (raw) or compressed frames.
+enum Encoded {
+    Raw { n: usize },
+    Frames(Vec<EncodedShard>),
+}
+
+impl Engine {
+    /// Appends `n` physical records (`n` a multiple of the group), where
+    /// `record(i)` is record `i`'s bytes. Returns the first new logical index.
+    /// Callers have validated shapes and dtypes; this checks sizes — all
+    /// before anything is written.
+    pub(crate) fn append<'a, F>(&self, n: usize, record: F) -> Result<u64>
+    where
+        F: Fn(usize) -> &'a [u8] + Sync,
+    {
+        debug_assert_eq!(n as u64 % self.group, 0);
+        let group = self.group as usize;
+        for i in 0..n {
+            let len = record(i).len() as u64;
+            if len > MAX_RECORD_BYTES {
+                return Err(Error::RecordTooLarge {
+                    position: i / group,
+                    bytes: len,
+                    limit: MAX_RECORD_BYTES,
+                });
+            }
+        }
+        let encoded = self.encode(n, &record)?;
+
+        let mut w = self.writer();
+        let old_len = self.len.load(Ordering::Acquire);
+        if n == 0 {
+            return Ok(old_len / self.group);
+        }
+
+        // Place every record; one that does not fit the tail chunk opens the next.
+        let capacity = self.geometry.chunk_capacity();
+        let (mut chunk, mut offset) = (w.tail_chunk, w.tail_offset);
+        let mut locs = Vec::with_capacity(n);
+        let mut closed = Vec::new(); // (chunk, final size) of chunks this batch fills
+        encoded.visit(&record, |i, stored| {
+            let phys_len = stored.len() as u64;
+            if phys_len > capacity {
+                return Err(Error::RecordTooLarge {
+                    position: i / group,
+                    bytes: phys_len,
+                    limit: capacity,
+                });
+            }
+            if offset + phys_len > capacity {
+                closed.push((chunk, offset));
+                chunk = chunk
+                    .checked_add(1)
+                    .ok_or_else(|| Error::corrupt(&self.dir, "out of chunk ids"))?;
+                offset = 0;
+            }
+            locs.push(RecordLoc {
+                offset: offset as u32,
+                phys_len: phys_len as u32,
+                logic_len: record(i).len() as u32,
+                chunk,
+            });
+            offset += phys_len;
+            Ok(())
+        })?;
+        let new_len = old_len + n as u64;
+
+        {
+            let mut files = self.files_mut();
+            while files.chunks.len() <= chunk as usize {
+                files.push_chunk(true, 0)?;
+            }
+            while (files.segments.len() as u64) < self.geometry.segments_for(new_len) {
+                files.push_segment(true)?;
+            }
+        }
+        let files = self.files();
+
+        // 1. Payload.
+        let mut out = PayloadWriter {
+            files: &files,
+            buf: Vec::new(),
+            at: None,
+        };
+        encoded.visit(&record, |i, stored| out.write(locs[i], stored))?;
+        out.flush()?;
+
+        // 2. Record table, one write per segment.
+        let table: Vec<u8> = locs.iter().flat_map(|loc| loc.encode()).collect();
+        let entries = self.geometry.segment_entries();
+        let mut phys = old_len;
+        while phys < new_len {
+            let segment = phys / entries;
+            let end = ((segment + 1) * entries).min(new_len);
+            let bytes = &table[(phys - old_len) as usize * LOC_ENTRY_LEN
+                ..(end - old_len) as usize * LOC_ENTRY_LEN];
+            let file = &files.segments[segment as usize];
+            file.file
+                .write_all_at(bytes, (phys % entries) * LOC_ENTRY_LEN as u64)
+                .map_err(Error::io("write", &file.path))?;
+            phys = end;
+        }
+
+        // 3. Header: the commit point. Then publish to readers.
+        self.write_meta(chunk, offset, new_len)?;
+        for (c, size) in closed {
+            files.chunks[c as usize]
+                .committed
+                .store(size, Ordering::Release);
+        }
+        files.chunks[chunk as usize]
+            .committed
+            .store(offset, Ordering::Release);
+        self.len.store(new_len, Ordering::Release);
+        let first_chunk = w.tail_chunk;
+        w.touch(Some(first_chunk), Some(old_len / entries));
+        w.tail_chunk = chunk;
+        w.tail_offset = offset;
+        Ok(old_len / self.group)
+    }
+
+    /// Compresses the records (in parallel for large batches); raw stores
+    /// and shape records keep their input bytes.
+    fn encode<'a, F>(&self, n: usize, record: &F) -> Result<Encoded>
+    where
+        F: Fn(usize) -> &'a [u8] + Sync,
+    {
+        if self.codec.is_raw() {
+            return Ok(Encoded::Raw { n });
+        }
+        let total: usize = (0..n).map(|i| record(i).len()).sum();
+        let shards = if total < PARALLEL_ENCODE_BYTES {
+            1
+        } else {
+            rayon::current_num_threads() * 4
+        };
+        let per_shard = n.div_ceil(shards).max(1);
+        let ranges: Vec<Range<usize>> = (0..n)
+            .step_by(per_shard)
+            .map(|s| s..(s + per_shard).min(n))
+            .collect();
+        let encode_shard = |records: Range<usize>| -> Result<EncodedShard> {
+            let mut compressor = self.codec.compressor()?;
+            let mut bytes = Vec::new();
+            let mut ends = Vec::with_capacity(records.len());
+            for i in records.clone() {
+                let src = record(i);
+                if self.is_shape_record(i as u64) {
+                    bytes.extend_from_slice(src);
+                } else {
+                    compressor
+                        .compress(src, &mut bytes)
+                        .map_err(|reason| Error::Compress {
+                            position: i / self.group as usize,
+                            reason,
+                        })?;
+                }
+                ends.push(bytes.len());
+            }
+            Ok(EncodedShard {
+                first: records.start,
+                bytes,
+                ends,
+            })
+        };
+        let shards = if ranges.len() == 1 {
+            ranges
+                .into_iter()
+                .map(encode_shard)
+                .collect::<Result<Vec<_>>>()?
+        } else {
+            ranges
+                .into_par_iter()
+                .map(encode_shard)
+                .collect::<Result<Vec<_>>>()?
+        };
+        Ok(Encoded::Frames(shards))
+    }
+}
+
+impl Encoded {
+    /// Calls `f(i, stored_bytes)` for every record, in order.
+    fn visit<'a, F>(&self, record: &F, mut f: impl FnMut(usize, &[u8]) -> Result<()>) -> Result<()>
+    where
+        F: Fn(usize) -> &'a [u8],
+    {
+        match self {
+            Encoded::Raw { n } => (0..*n).try_for_each(|i| f(i, record(i))),
+            Encoded::Frames(shards) => {
+                for shard in shards {
+                    let mut start = 0;
+                    for (k, &end) in shard.ends.iter().enumerate() {
+                        f(shard.first + k, &shard.bytes[start..end])?;
+                        start = end;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Writes placed records, gathering small neighbours into one `pwrite`.
+struct PayloadWriter<'a> {
+    files: &'a FileTable,
+    buf: Vec<u8>,
+    /// Chunk and offset where `buf` goes.
+    at: Option<(u32, u64)>,
+}
+
+impl PayloadWriter<'_> {
+    fn write(&mut self, loc: RecordLoc, bytes: &[u8]) -> Result<()> {
+        let follows = self.at.is_some_and(|(c, o)| {
+            c == loc.chunk && o + self.buf.len() as u64 == u64::from(loc.offset)
+        });
+        if !follows || self.buf.len() + bytes.len() > WRITE_BYTES {
+            self.flush()?;
+        }
+        if bytes.len() >= WRITE_BYTES {
+            self.flush()?;
+            return self.write_at(loc.chunk, loc.offset.into(), bytes);
+        }
+        if self.at.is_none() {
+            self.at = Some((loc.chunk, loc.offset.into()));
+        }
+        self.buf.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if let Some((chunk, offset)) = self.at.take() {
+            let buf = std::mem::take(&mut self.buf);
+            self.write_at(chunk, offset, &buf)?;
+            self.buf = buf;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    fn write_at(&self, chunk: u32, offset: u64, bytes: &[u8]) -> Result<()> {
+        let file = &self.files.chunks[chunk as usize].file;
+        file.file
+            .write_all_at(bytes, offset)
+            .map_err(Error::io("write", &file.path))
+    }
+}

@@ -1,0 +1,173 @@
+//! Reading: a consistent view of the committed records, and the drivers that
+//! fill a caller's buffer — on the calling thread for small batches, where
+//! fanning out costs more than the copy, across all cores otherwise.
+
+use std::sync::RwLockReadGuard;
+use std::sync::atomic::Ordering;
+
+use rayon::prelude::*;
+
+use super::Engine;
+use super::files::FileTable;
+use crate::format::RecordLoc;
+use crate::{Error, Result};
+
+/// A raw gather smaller than this stays on the calling thread: copying
+/// 1 MiB takes about as long as waking another core.
+const PARALLEL_COPY_BYTES: usize = 1 << 20;
+/// A compressed gather smaller than this (logical bytes) stays on the calling thread.
+const PARALLEL_DECODE_BYTES: usize = 64 << 10;
+
+/// The committed store as one reader sees it: records appended after the
+/// snapshot was taken are not part of it.
+pub(crate) struct Snapshot<'a> {
+    engine: &'a Engine,
+    files: RwLockReadGuard<'a, FileTable>,
+    phys_len: u64,
+}
+
+impl Engine {
+    pub(crate) fn snapshot(&self) -> Snapshot<'_> {
+        // Lock first, then read the length: every file a committed record
+        // needs was added before that length was published.
+        let files = self.files();
+        let phys_len = self.len.load(Ordering::Acquire);
+        Snapshot {
+            engine: self,
+            files,
+            phys_len,
+        }
+    }
+}
+
+impl Snapshot<'_> {
+    /// Logical records.
+    pub(crate) fn len(&self) -> u64 {
+        self.phys_len / self.engine.group
+    }
+
+    pub(crate) fn files(&self) -> &FileTable {
+        &self.files
+    }
+
+    /// Fails on the first index past the end.
+    pub(crate) fn check_indices(&self, indices: &[u64]) -> Result<()> {
+        let len = self.len();
+        match indices.iter().find(|&&i| i >= len) {
+            Some(&index) => Err(Error::IndexOutOfRange { index, len }),
+            None => Ok(()),
+        }
+    }
+
+    fn corrupt(&self, index: u64, reason: String) -> Error {
+        Error::CorruptRecord {
+            path: self.engine.dir.clone(),
+            index,
+            reason,
+        }
+    }
+
+    /// Table entry of physical record `phys` (below the committed length).
+    pub(crate) fn phys_loc(&self, phys: u64) -> Result<RecordLoc> {
+        self.files.loc(phys).ok_or_else(|| {
+            self.corrupt(
+                phys / self.engine.group,
+                format!("its table entry {phys} is missing"),
+            )
+        })
+    }
+
+    /// Table entry of part `part` (0 payload, 1 shape) of logical record `index`.
+    #[inline]
+    pub(crate) fn loc(&self, index: u64, part: u64) -> Result<RecordLoc> {
+        self.phys_loc(index * self.engine.group + part)
+    }
+
+    /// The stored bytes of logical record `index` at `loc`.
+    #[inline]
+    pub(crate) fn stored(&self, index: u64, loc: RecordLoc) -> Result<&[u8]> {
+        self.files
+            .stored(loc)
+            .map_err(|reason| self.corrupt(index, reason))
+    }
+
+    /// Decodes the payload of logical record `index` at `loc` into `dst`,
+    /// which is exactly the record's logical size.
+    #[inline]
+    pub(crate) fn read_into(&self, index: u64, loc: RecordLoc, dst: &mut [u8]) -> Result<()> {
+        if loc.logic_len as usize != dst.len() {
+            return Err(self.corrupt(
+                index,
+                format!("it is {} bytes, expected {}", loc.logic_len, dst.len()),
+            ));
+        }
+        let stored = self.stored(index, loc)?;
+        self.engine
+            .codec
+            .decode(stored, dst)
+            .map_err(|reason| self.corrupt(index, reason))
+    }
+
+    fn parallel(&self, bytes: usize, records: usize) -> bool {
+        let threshold = if self.engine.codec.is_raw() {
+            PARALLEL_COPY_BYTES
+        } else {
+            PARALLEL_DECODE_BYTES
+        };
+        records > 1 && bytes >= threshold && rayon::current_num_threads() > 1
+    }
+
+    /// Fills `dst` with the payloads of `indices`, each `dst.len() / indices.len()` bytes.
+    pub(crate) fn gather_fixed(&self, indices: &[u64], dst: &mut [u8]) -> Result<()> {
+        self.check_indices(indices)?;
+        let Some(width) = dst.len().checked_div(indices.len()) else {
+            return Ok(());
+        };
+        let read =
+            |(out, &index): (&mut [u8], &u64)| self.read_into(index, self.loc(index, 0)?, out);
+        if self.parallel(dst.len(), indices.len()) {
+            dst.par_chunks_mut(width)
+                .zip(indices.par_iter())
+                .with_min_len(min_len(indices.len()))
+                .try_for_each(read)
+        } else {
+            dst.chunks_mut(width).zip(indices).try_for_each(read)
+        }
+    }
+
+    /// Fills `dst` with the payloads of `indices` laid end to end, sized by
+    /// their table entries `locs` (whose logical lengths sum to `dst.len()`).
+    pub(crate) fn gather_packed(
+        &self,
+        indices: &[u64],
+        locs: &[RecordLoc],
+        dst: &mut [u8],
+    ) -> Result<()> {
+        let mut rest = dst;
+        let mut jobs = Vec::with_capacity(indices.len());
+        for (&index, &loc) in indices.iter().zip(locs) {
+            let (out, tail) = rest
+                .split_at_mut_checked(loc.logic_len as usize)
+                .ok_or_else(|| {
+                    self.corrupt(index, "the batch buffer is shorter than its records".into())
+                })?;
+            jobs.push((index, loc, out));
+            rest = tail;
+        }
+        let read =
+            |(index, loc, out): &mut (u64, RecordLoc, &mut [u8])| self.read_into(*index, *loc, out);
+        let bytes = jobs.iter().map(|j| j.2.len()).sum();
+        if self.parallel(bytes, jobs.len()) {
+            let min = min_len(jobs.len());
+            jobs.par_iter_mut().with_min_len(min).try_for_each(read)
+        } else {
+            jobs.iter_mut().try_for_each(read)
+        }
+    }
+}
+
+/// Records per parallel piece: contiguous runs, a few per thread so a slow
+/// piece does not hold up the batch.
+fn min_len(records: usize) -> usize {
+    records.div_ceil(rayon::current_num_threads() * 4).max(1)
+}

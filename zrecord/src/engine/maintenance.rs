@@ -1,0 +1,205 @@
+//! Delete (swap-last) and compact (repack live records in physical order).
+
+use std::fs;
+use std::ops::ControlFlow;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::Ordering;
+
+use super::{Engine, truncate};
+use crate::format::{LOC_ENTRY_LEN, RecordLoc, chunk_file, loc_file};
+use crate::{Error, Result};
+
+/// How far a compaction has come; passed to the callback of
+/// [`DenseStore::compact_with`](crate::DenseStore::compact_with) after every record.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CompactProgress {
+    /// Physical records visited, in physical order.
+    pub visited: u64,
+    /// Physical records in the store.
+    pub total: u64,
+    /// Records moved so far.
+    pub moved: u64,
+    /// Bytes moved so far.
+    pub moved_bytes: u64,
+}
+
+impl CompactProgress {
+    /// Whether every record was visited (the compaction ran to the end).
+    pub fn is_complete(&self) -> bool {
+        self.visited == self.total
+    }
+}
+
+impl Engine {
+    /// Writes table entry `phys`.
+    fn write_loc(&self, phys: u64, loc: RecordLoc) -> Result<()> {
+        let entries = self.geometry.segment_entries();
+        let files = self.files();
+        let segment = files
+            .segments
+            .get((phys / entries) as usize)
+            .ok_or_else(|| {
+                Error::corrupt(&self.dir, format!("no table segment for entry {phys}"))
+            })?;
+        segment
+            .file
+            .write_all_at(&loc.encode(), (phys % entries) * LOC_ENTRY_LEN as u64)
+            .map_err(Error::io("write", &segment.path))
+    }
+
+    /// Deletes the logical records `indices` (of the store before the call;
+    /// repeats count once) by moving the last record into each hole.
+    /// Returns how many records were deleted.
+    pub(crate) fn delete(&mut self, indices: &[u64]) -> Result<u64> {
+        let group = self.group;
+        let len = self.len();
+        if let Some(&index) = indices.iter().find(|&&i| i >= len) {
+            return Err(Error::IndexOutOfRange { index, len });
+        }
+        let mut targets = indices.to_vec();
+        targets.sort_unstable_by(|a, b| b.cmp(a));
+        targets.dedup();
+        let mut live = len;
+        // Descending order: every record a swap pulls from the end is one no
+        // later target names.
+        for &target in &targets {
+            let last = live - 1;
+            if target != last {
+                for part in 0..group {
+                    let loc = self.snapshot().phys_loc(last * group + part)?;
+                    self.write_loc(target * group + part, loc)?;
+                }
+            }
+            live -= 1;
+        }
+        let (tail_chunk, tail_offset) = {
+            let w = self.writer();
+            (w.tail_chunk, w.tail_offset)
+        };
+        self.write_meta(tail_chunk, tail_offset, live * group)?;
+        self.len.store(live * group, Ordering::Release);
+        let first_segment = targets
+            .last()
+            .map(|&t| t * group / self.geometry.segment_entries());
+        self.writer().touch(None, first_segment);
+        Ok(targets.len() as u64)
+    }
+
+    /// Repacks the live records densely in physical order, then truncates
+    /// and removes what lies past the new frontier. `on_progress` sees every
+    /// record and may stop the run between records; the store is consistent
+    /// at every such point and a later run finishes the job.
+    pub(crate) fn compact(
+        &mut self,
+        mut on_progress: impl FnMut(&CompactProgress) -> ControlFlow<()>,
+    ) -> Result<CompactProgress> {
+        let phys_len = self.len.load(Ordering::Acquire);
+        let mut order = Vec::with_capacity(phys_len as usize);
+        {
+            let snap = self.snapshot();
+            for phys in 0..phys_len {
+                order.push((snap.phys_loc(phys)?, phys));
+            }
+        }
+        order.sort_unstable_by_key(|(loc, _)| (loc.chunk, loc.offset));
+
+        let capacity = self.geometry.chunk_capacity();
+        let mut progress = CompactProgress {
+            total: phys_len,
+            ..CompactProgress::default()
+        };
+        let mut fills: Vec<u64> = Vec::new(); // final size of each chunk before the frontier
+        let (mut chunk, mut offset) = (0u32, 0u64);
+        let mut buf = Vec::new();
+        for &(loc, phys) in &order {
+            let len = u64::from(loc.phys_len);
+            if offset + len > capacity {
+                fills.push(offset);
+                chunk += 1;
+                offset = 0;
+            }
+            if (loc.chunk, u64::from(loc.offset)) != (chunk, offset) {
+                // A record only ever moves down, onto garbage or its own old
+                // bytes, never onto a record not yet visited.
+                {
+                    let snap = self.snapshot();
+                    buf.clear();
+                    buf.extend_from_slice(snap.stored(phys / self.group, loc)?);
+                    let dst = snap.files().chunks.get(chunk as usize).ok_or_else(|| {
+                        Error::corrupt(
+                            &self.dir,
+                            format!("compaction frontier reached missing chunk {chunk}"),
+                        )
+                    })?;
+                    dst.file
+                        .file
+                        .write_all_at(&buf, offset)
+                        .map_err(Error::io("write", &dst.file.path))?;
+                }
+                self.write_loc(
+                    phys,
+                    RecordLoc {
+                        offset: offset as u32,
+                        chunk,
+                        ..loc
+                    },
+                )?;
+                progress.moved += 1;
+                progress.moved_bytes += len;
+            }
+            offset += len;
+            progress.visited += 1;
+            if on_progress(&progress).is_break() {
+                self.writer().touch(Some(0), Some(0));
+                return Ok(progress);
+            }
+        }
+        fills.push(offset);
+
+        // Commit the new frontier, then release what lies past it.
+        let segments = self.geometry.segments_for(phys_len);
+        self.write_meta(chunk, offset, phys_len)?;
+        let files = self
+            .files
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (c, &fill) in fills.iter().enumerate() {
+            let file = &files.chunks[c];
+            if file.file.file_len()? != fill {
+                truncate(&file.file.path, fill)?;
+            }
+            file.committed.store(fill, Ordering::Release);
+        }
+        let stale_chunks: Vec<_> = files
+            .chunks
+            .drain(fills.len()..)
+            .map(|c| c.file.path)
+            .collect();
+        let stale_segments: Vec<_> = files
+            .segments
+            .drain(segments as usize..)
+            .map(|s| s.path)
+            .collect();
+        for path in stale_chunks.iter().chain(&stale_segments) {
+            fs::remove_file(path).map_err(Error::io("remove", path))?;
+        }
+        let last_segment = self.dir.join(loc_file(segments - 1));
+        let entries = self.geometry.segment_entries();
+        truncate(
+            &last_segment,
+            (phys_len - (segments - 1) * entries) * LOC_ENTRY_LEN as u64,
+        )?;
+        debug_assert!(!self.dir.join(chunk_file(u64::from(chunk) + 1)).exists());
+
+        let w = self
+            .writer
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        w.tail_chunk = chunk;
+        w.tail_offset = offset;
+        w.touch(Some(0), Some(0));
+        self.sync()?;
+        Ok(progress)
+    }
+}

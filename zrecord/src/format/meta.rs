@@ -1,0 +1,262 @@
+//! `meta.zr`: the 32-byte physical header. Rewritten in place by every
+//! commit; the `length` field is the commit point.
+
+use std::path::Path;
+
+use super::le;
+use crate::{Codec, Error, Result};
+
+/// Size of `meta.zr`.
+pub(crate) const META_LEN: usize = 32;
+const MAGIC: [u8; 4] = *b"ZREC";
+const VERSION: u8 = 1;
+
+const MAGIC_AT: usize = 0;
+const VERSION_AT: usize = MAGIC_AT + 4;
+const CODEC_AT: usize = VERSION_AT + 1;
+const TAIL_CHUNK_AT: usize = CODEC_AT + 1;
+const TAIL_OFFSET_AT: usize = TAIL_CHUNK_AT + 4;
+const LENGTH_AT: usize = TAIL_OFFSET_AT + 4;
+const LOC_BITS_AT: usize = LENGTH_AT + 8;
+const CHUNK_BITS_AT: usize = LOC_BITS_AT + 1;
+const RESERVED_AT: usize = CHUNK_BITS_AT + 1;
+const _: () = assert!(RESERVED_AT == 24 && META_LEN - RESERVED_AT == 8);
+
+/// Codec tags.
+const RAW: u8 = 0;
+const ZSTD: u8 = 1;
+const ZSTD_DICT: u8 = 2;
+
+/// How the record table and the data are cut into files. Persisted in
+/// `meta.zr`; the defaults are the format's (2^28-entry segments, 4 GiB
+/// chunks). Tests use tiny ones to exercise rollover.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    /// log2 of the entries per `.loc` segment (4..=28).
+    pub loc_segment_bits: u8,
+    /// log2 of a chunk's address space (12..=32); a chunk holds at most
+    /// `2^chunk_bits - 1` bytes.
+    pub chunk_bits: u8,
+}
+
+impl Default for Geometry {
+    fn default() -> Self {
+        Geometry {
+            loc_segment_bits: 28,
+            chunk_bits: 32,
+        }
+    }
+}
+
+impl Geometry {
+    pub(crate) const LOC_BITS: std::ops::RangeInclusive<u8> = 4..=28;
+    pub(crate) const CHUNK_BITS: std::ops::RangeInclusive<u8> = 12..=32;
+
+    pub(crate) fn check(self) -> std::result::Result<(), String> {
+        if !Self::LOC_BITS.contains(&self.loc_segment_bits) {
+            return Err(format!(
+                "loc_segment_bits {} outside {:?}",
+                self.loc_segment_bits,
+                Self::LOC_BITS
+            ));
+        }
+        if !Self::CHUNK_BITS.contains(&self.chunk_bits) {
+            return Err(format!(
+                "chunk_bits {} outside {:?}",
+                self.chunk_bits,
+                Self::CHUNK_BITS
+            ));
+        }
+        Ok(())
+    }
+
+    /// Entries per `.loc` segment.
+    pub(crate) fn segment_entries(self) -> u64 {
+        1 << self.loc_segment_bits
+    }
+
+    /// Bytes a chunk can hold.
+    pub(crate) fn chunk_capacity(self) -> u64 {
+        (1 << self.chunk_bits) - 1
+    }
+
+    /// Segments needed to hold `entries` table entries (at least one).
+    pub(crate) fn segments_for(self, entries: u64) -> u64 {
+        entries.div_ceil(self.segment_entries()).max(1)
+    }
+}
+
+/// The decoded `meta.zr`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MetaHeader {
+    pub(crate) codec_tag: u8,
+    pub(crate) geometry: Geometry,
+    /// Chunk holding the write frontier; chunks `0..=tail_chunk` exist.
+    pub(crate) tail_chunk: u32,
+    /// Committed bytes of the tail chunk.
+    pub(crate) tail_offset: u32,
+    /// Committed physical records.
+    pub(crate) length: u64,
+}
+
+impl MetaHeader {
+    pub(crate) fn codec_tag(codec: &Codec) -> u8 {
+        match codec {
+            Codec::Raw => RAW,
+            Codec::Zstd => ZSTD,
+            Codec::ZstdDict(_) => ZSTD_DICT,
+        }
+    }
+
+    pub(crate) fn new(codec: &Codec, geometry: Geometry) -> MetaHeader {
+        MetaHeader {
+            codec_tag: Self::codec_tag(codec),
+            geometry,
+            tail_chunk: 0,
+            tail_offset: 0,
+            length: 0,
+        }
+    }
+
+    /// Whether the codec tag is `zstd_dict`.
+    pub(crate) fn wants_dictionary(&self) -> bool {
+        self.codec_tag == ZSTD_DICT
+    }
+
+    /// The codec this header names, given the dictionary read from `dict.zr`.
+    pub(crate) fn codec(&self, dict: Option<crate::Dictionary>) -> Codec {
+        match (self.codec_tag, dict) {
+            (ZSTD_DICT, Some(d)) => Codec::ZstdDict(d),
+            (ZSTD, _) => Codec::Zstd,
+            _ => Codec::Raw,
+        }
+    }
+
+    pub(crate) fn encode(&self) -> [u8; META_LEN] {
+        let mut b = [0u8; META_LEN];
+        b[MAGIC_AT..VERSION_AT].copy_from_slice(&MAGIC);
+        b[VERSION_AT] = VERSION;
+        b[CODEC_AT] = self.codec_tag;
+        b[TAIL_CHUNK_AT..TAIL_OFFSET_AT].copy_from_slice(&self.tail_chunk.to_le_bytes());
+        b[TAIL_OFFSET_AT..LENGTH_AT].copy_from_slice(&self.tail_offset.to_le_bytes());
+        b[LENGTH_AT..LOC_BITS_AT].copy_from_slice(&self.length.to_le_bytes());
+        b[LOC_BITS_AT] = self.geometry.loc_segment_bits;
+        b[CHUNK_BITS_AT] = self.geometry.chunk_bits;
+        b
+    }
+
+    /// Decodes and checks `bytes`, the whole of `meta.zr` at `path`.
+    pub(crate) fn decode(path: &Path, bytes: &[u8]) -> Result<MetaHeader> {
+        if bytes.len() != META_LEN {
+            return Err(Error::corrupt(
+                path,
+                format!("meta.zr is {} bytes, expected {META_LEN}", bytes.len()),
+            ));
+        }
+        let magic: [u8; 4] = [bytes[0], bytes[1], bytes[2], bytes[3]];
+        if magic != MAGIC {
+            return Err(Error::BadMagic {
+                path: path.into(),
+                found: magic,
+                expected: MAGIC,
+            });
+        }
+        if bytes[VERSION_AT] != VERSION {
+            return Err(Error::UnsupportedVersion {
+                path: path.into(),
+                found: bytes[VERSION_AT],
+                supported: VERSION,
+            });
+        }
+        let codec_tag = bytes[CODEC_AT];
+        if !matches!(codec_tag, RAW | ZSTD | ZSTD_DICT) {
+            return Err(Error::InvalidTag {
+                path: path.into(),
+                field: "codec",
+                value: codec_tag.into(),
+            });
+        }
+        let geometry = Geometry {
+            loc_segment_bits: bytes[LOC_BITS_AT],
+            chunk_bits: bytes[CHUNK_BITS_AT],
+        };
+        geometry
+            .check()
+            .map_err(|reason| Error::corrupt(path, reason))?;
+        if bytes[RESERVED_AT..].iter().any(|&b| b != 0) {
+            return Err(Error::corrupt(path, "reserved bytes 24..32 are not zero"));
+        }
+        let header = MetaHeader {
+            codec_tag,
+            geometry,
+            tail_chunk: le!(u32, bytes, TAIL_CHUNK_AT),
+            tail_offset: le!(u32, bytes, TAIL_OFFSET_AT),
+            length: le!(u64, bytes, LENGTH_AT),
+        };
+        if u64::from(header.tail_offset) > geometry.chunk_capacity() {
+            return Err(Error::corrupt(
+                path,
+                format!(
+                    "tail offset {} exceeds the chunk capacity {}",
+                    header.tail_offset,
+                    geometry.chunk_capacity()
+                ),
+            ));
+        }
+        Ok(header)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_matches_format_md() {
+        let h = MetaHeader {
+            codec_tag: ZSTD,
+            geometry: Geometry::default(),
+            tail_chunk: 2,
+            tail_offset: 0x0102_0304,
+            length: 5,
+        };
+        let b = h.encode();
+        assert_eq!(&b[..6], b"ZREC\x01\x01");
+        assert_eq!(&b[6..10], &[2, 0, 0, 0]);
+        assert_eq!(&b[10..14], &[4, 3, 2, 1]);
+        assert_eq!(&b[14..22], &[5, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(&b[22..24], &[28, 32]);
+        assert_eq!(MetaHeader::decode(Path::new("m"), &b).unwrap(), h);
+    }
+
+    #[test]
+    fn bad_headers_are_typed_errors() {
+        let good = MetaHeader::new(&Codec::Raw, Geometry::default()).encode();
+        let p = Path::new("m");
+        let with = |at: usize, v: u8| {
+            let mut b = good;
+            b[at] = v;
+            MetaHeader::decode(p, &b)
+        };
+        assert!(matches!(with(0, b'X'), Err(Error::BadMagic { .. })));
+        assert!(matches!(
+            with(VERSION_AT, 9),
+            Err(Error::UnsupportedVersion { found: 9, .. })
+        ));
+        assert!(matches!(
+            with(CODEC_AT, 3),
+            Err(Error::InvalidTag {
+                field: "codec",
+                value: 3,
+                ..
+            })
+        ));
+        assert!(matches!(with(LOC_BITS_AT, 40), Err(Error::Corrupt { .. })));
+        assert!(matches!(with(31, 1), Err(Error::Corrupt { .. })));
+        assert!(matches!(
+            MetaHeader::decode(p, &good[..31]),
+            Err(Error::Corrupt { .. })
+        ));
+    }
+}

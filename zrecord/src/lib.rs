@@ -1,0 +1,79 @@
+//! A typed persistent record store for training data.
+//!
+//! One store is one folder holding one stream of records:
+//!
+//! * [`DenseStore`] — every record is one array of the store's dtype and item
+//!   shape; a batch gather fills one contiguous `(B, *item_shape)` buffer.
+//! * [`RaggedStore`] — every record has its own shape (any rank, scalars
+//!   included); a batch gather returns a packed [`RaggedBatch`]: one values
+//!   buffer, offsets and shapes, with no allocation per record.
+//!
+//! Both have a dtype-tagged twin ([`DynDenseStore`], [`DynRaggedStore`]) for
+//! code that handles many streams of different dtypes. Records are compressed
+//! one by one ([`Codec`]: raw, zstd, or zstd against a trained dictionary), so
+//! a random batch is gathered — in parallel, decoding straight into the
+//! destination — at memory speed. The on-disk format is portable and
+//! documented in `FORMAT.md`.
+//!
+//! ```
+//! use zrecord::{Codec, DenseStore, RaggedStore};
+//! # let dir = tempfile::tempdir()?;
+//!
+//! let images = DenseStore::<u8>::create(dir.path().join("images"), &[28, 28], Codec::Zstd)?;
+//! images.append(&vec![7u8; 3 * 28 * 28])?;                    // three 28×28 records
+//! let batch = images.gather(&[2, 0])?;                          // shape (2, 28, 28)
+//! assert_eq!(batch.shape(), &[2, 28, 28]);
+//!
+//! let tokens = RaggedStore::<u32>::create(dir.path().join("tokens"), Codec::Zstd)?;
+//! tokens.append_slices(&[vec![101, 7, 102], vec![101, 102]])?;
+//! assert_eq!(tokens.gather(&[1])?.values(), &[101, 102]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Concurrency
+//!
+//! `gather` and `append` take `&self` and run from many threads at once (a
+//! gather sees only fully committed records); `delete` and `compact` take
+//! `&mut self`. One handle owns a store at a time: a second open, from this
+//! process or another, fails with [`Error::StoreBusy`].
+//!
+//! # Durability
+//!
+//! An append is committed when it returns: payload, then record table, then
+//! header, so a process killed at any moment leaves exactly a prefix of whole
+//! batches. [`DenseStore::sync`] makes committed state survive power loss.
+//!
+//! # Platforms
+//!
+//! 64-bit Unix (Linux, macOS) on little-endian CPUs: the read path maps each
+//! file's whole address space once.
+
+#[cfg(not(all(unix, target_pointer_width = "64", target_endian = "little")))]
+compile_error!(
+    "zrecord supports 64-bit little-endian Unix targets (it maps 4 GiB files and stores data little-endian)"
+);
+
+mod any_store;
+mod bytes;
+mod codec;
+mod common;
+mod dense;
+mod dtype;
+mod dyn_vec;
+mod engine;
+mod error;
+mod format;
+mod ragged;
+mod ragged_batch;
+
+pub use any_store::AnyStore;
+pub use codec::{Codec, DictTier, Dictionary, ZSTD_DICT_LEVEL, ZSTD_LEVEL, train_dict};
+pub use dense::{DenseStore, DynDenseStore};
+pub use dtype::{DType, Element, StoreKind};
+pub use dyn_vec::DynVec;
+pub use engine::{CompactProgress, Stats, VerifyReport};
+pub use error::{Error, Result};
+#[doc(hidden)]
+pub use format::Geometry;
+pub use ragged::{DynRaggedStore, RaggedStore};
+pub use ragged_batch::{DynRaggedBatch, RaggedBatch, RaggedLayout};

@@ -1,0 +1,448 @@
+//! Ragged stores: every record is an array of the store's dtype with its own
+//! shape, kept as a payload record and a shape record side by side.
+
+use std::borrow::Cow;
+use std::marker::PhantomData;
+use std::path::Path;
+
+use ndarray::{ArrayBase, ArrayD, Data, Dimension};
+
+use crate::bytes::{as_bytes, fill_bytes};
+use crate::codec::train_from_continuous;
+use crate::common::{store_methods, training_indices};
+use crate::dtype::validate_bytes;
+use crate::engine::Engine;
+use crate::format::{Geometry, TypeIdentity, decode_shape, encode_shape};
+use crate::{
+    Codec, DType, DictTier, Dictionary, DynRaggedBatch, DynVec, Element, Error, RaggedBatch,
+    RaggedLayout, Result, StoreKind,
+};
+
+/// A ragged store whose dtype is known at run time.
+///
+/// Its typed twin is [`RaggedStore`]; convert with [`DynRaggedStore::typed`]
+/// and [`RaggedStore::into_dyn`].
+pub struct DynRaggedStore {
+    engine: Engine,
+    dtype: DType,
+}
+
+impl DynRaggedStore {
+    /// Creates an empty store at `path` (which must not exist, or be an
+    /// empty folder) for records of `dtype`.
+    ///
+    /// # Errors
+    /// [`Error::AlreadyExists`] if `path` holds anything; [`Error::Io`] when
+    /// a file cannot be written (nothing is left behind).
+    pub fn create(path: impl AsRef<Path>, dtype: DType, codec: Codec) -> Result<Self> {
+        Self::create_with_geometry(path, dtype, codec, Geometry::default())
+    }
+
+    /// [`create`](Self::create) with a chosen file geometry.
+    #[doc(hidden)]
+    pub fn create_with_geometry(
+        path: impl AsRef<Path>,
+        dtype: DType,
+        codec: Codec,
+        geometry: Geometry,
+    ) -> Result<Self> {
+        Self::from_engine(Engine::create(
+            path.as_ref(),
+            TypeIdentity::Ragged { dtype },
+            codec,
+            geometry,
+        )?)
+    }
+
+    /// Opens the ragged store at `path` and takes its lock.
+    ///
+    /// # Errors
+    /// [`Error::KindMismatch`] for a dense store; otherwise as
+    /// [`DynDenseStore::open`](crate::DynDenseStore::open).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::from_engine(Engine::open(path.as_ref())?)
+    }
+
+    pub(crate) fn from_engine(engine: Engine) -> Result<Self> {
+        match engine.identity().clone() {
+            TypeIdentity::Ragged { dtype } => Ok(DynRaggedStore { engine, dtype }),
+            TypeIdentity::Dense { .. } => Err(Error::KindMismatch {
+                path: engine.dir().into(),
+                expected: StoreKind::Ragged,
+                found: StoreKind::Dense,
+            }),
+        }
+    }
+
+    fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    fn engine_mut(&mut self) -> &mut Engine {
+        &mut self.engine
+    }
+
+    store_methods!();
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The typed store, if its dtype is `T`'s.
+    ///
+    /// # Errors
+    /// [`Error::DTypeMismatch`].
+    pub fn typed<T: Element>(self) -> Result<RaggedStore<T>> {
+        if self.dtype != T::DTYPE {
+            return Err(Error::DTypeMismatch {
+                store: self.dtype,
+                got: T::DTYPE,
+            });
+        }
+        Ok(RaggedStore {
+            inner: self,
+            _element: PhantomData,
+        })
+    }
+
+    /// Appends `n` records: record `k` has bytes `payload(k)` and shape
+    /// `shape(k)`. Validates every record before writing anything.
+    fn append_records<'a>(
+        &self,
+        n: usize,
+        payload: impl Fn(usize) -> &'a [u8] + Sync,
+        shape: impl Fn(usize) -> &'a [usize],
+    ) -> Result<u64> {
+        let size = self.dtype.size();
+        let mut shapes = Vec::with_capacity(n * 16);
+        let mut shape_ends = Vec::with_capacity(n);
+        for k in 0..n {
+            let dims = shape(k);
+            let elements = dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
+            if elements == Some(0) {
+                return Err(Error::EmptyRecord {
+                    position: k,
+                    shape: dims.to_vec(),
+                });
+            }
+            if elements.and_then(|e| e.checked_mul(size)) != Some(payload(k).len()) {
+                return Err(Error::BufferLength {
+                    expected: elements.unwrap_or(usize::MAX),
+                    got: payload(k).len() / size,
+                });
+            }
+            encode_shape(dims, &mut shapes);
+            shape_ends.push(shapes.len());
+        }
+        let shapes = &shapes;
+        let shape_ends = &shape_ends;
+        self.engine.append(2 * n, |p| {
+            let k = p / 2;
+            if p % 2 == 0 {
+                payload(k)
+            } else {
+                let start = if k == 0 { 0 } else { shape_ends[k - 1] };
+                &shapes[start..shape_ends[k]]
+            }
+        })
+    }
+
+    /// Appends the records of a packed batch. Returns the first new index.
+    ///
+    /// # Errors
+    /// [`Error::DTypeMismatch`], [`Error::EmptyRecord`] or
+    /// [`Error::InvalidBool`] before anything is written; [`Error::Io`].
+    pub fn append_batch(&self, batch: &DynRaggedBatch) -> Result<u64> {
+        if batch.dtype() != self.dtype {
+            return Err(Error::DTypeMismatch {
+                store: self.dtype,
+                got: batch.dtype(),
+            });
+        }
+        let bytes = batch.values.as_bytes();
+        validate_bytes(self.dtype, bytes)?;
+        let layout = &batch.layout;
+        let size = self.dtype.size();
+        self.append_records(
+            layout.len(),
+            |k| {
+                layout
+                    .range(k)
+                    .map_or(&[][..], |r| &bytes[r.start * size..r.end * size])
+            },
+            |k| layout.shape(k).unwrap_or(&[]),
+        )
+    }
+
+    /// Reads records `indices` into `layout` and lets `fill(total, read)`
+    /// size the values buffer and run `read` on its bytes.
+    fn gather_with(
+        &self,
+        indices: &[u64],
+        layout: &mut RaggedLayout,
+        fill: impl FnOnce(usize, &(dyn Fn(&mut [u8]) -> Result<()> + Sync)) -> Result<()>,
+    ) -> Result<()> {
+        let snap = self.engine.snapshot();
+        snap.check_indices(indices)?;
+        layout.clear();
+        let size = self.dtype.size() as u64;
+        let mut locs = Vec::with_capacity(indices.len());
+        for &index in indices {
+            let corrupt = |reason: String| Error::CorruptRecord {
+                path: self.path().into(),
+                index,
+                reason,
+            };
+            let loc = snap.loc(index, 0)?;
+            let shape_loc = snap.loc(index, 1)?;
+            let dims = layout.dims_mut();
+            let first = dims.len();
+            decode_shape(snap.stored(index, shape_loc)?, dims).map_err(corrupt)?;
+            let elements = dims[first..]
+                .iter()
+                .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64));
+            if elements.and_then(|e| e.checked_mul(size)) != Some(u64::from(loc.logic_len)) {
+                return Err(corrupt(format!(
+                    "its shape {:?} does not match its {} payload bytes",
+                    &dims[first..],
+                    loc.logic_len
+                )));
+            }
+            layout.finish_record(loc.logic_len as usize / size as usize);
+            locs.push(loc);
+        }
+        fill(layout.total(), &|bytes| {
+            snap.gather_packed(indices, &locs, bytes)
+        })
+    }
+
+    /// Gathers records `indices` (any order, repeats allowed) into `out`,
+    /// reusing its buffers.
+    ///
+    /// # Errors
+    /// [`Error::IndexOutOfRange`] or [`Error::CorruptRecord`]; `out` is left
+    /// empty after an error.
+    pub fn gather_into(&self, indices: &[u64], out: &mut DynRaggedBatch) -> Result<()> {
+        if out.values.dtype() != self.dtype {
+            out.values = DynVec::new(self.dtype);
+        }
+        let DynRaggedBatch { values, layout } = out;
+        let result = self.gather_with(indices, layout, |total, read| {
+            values.fill_bytes(total, read)
+        });
+        if result.is_err() {
+            values.resize(0);
+            layout.clear();
+        }
+        result
+    }
+
+    /// Gathers records `indices` into a new packed batch.
+    ///
+    /// # Errors
+    /// As [`gather_into`](Self::gather_into).
+    pub fn gather_dyn(&self, indices: &[u64]) -> Result<DynRaggedBatch> {
+        let mut out = DynRaggedBatch::new(self.dtype);
+        self.gather_into(indices, &mut out)?;
+        Ok(out)
+    }
+
+    /// Trains a zstd dictionary on an evenly strided sample of the payloads,
+    /// sized by `tier`, for a new `zstd_dict` store of this data.
+    ///
+    /// # Errors
+    /// [`Error::Dictionary`] when the store is too small to train on.
+    pub fn train_dict(&self, tier: DictTier) -> Result<Dictionary> {
+        let stats = self.stats()?;
+        let mean = stats.logical_bytes / stats.records.max(1);
+        let indices = training_indices(self.len(), mean, tier);
+        let batch = self.gather_dyn(&indices)?;
+        let size = self.dtype.size();
+        let sizes: Vec<usize> = batch.layout.lengths().map(|n| n * size).collect();
+        train_from_continuous(batch.values.as_bytes(), &sizes, tier)
+    }
+}
+
+/// A ragged store of `T` records: each record has its own shape (any rank,
+/// scalars included), restored exactly on read.
+///
+/// ```
+/// use zrecord::{Codec, RaggedStore};
+/// # let dir = tempfile::tempdir()?;
+/// let tokens = RaggedStore::<i32>::create(dir.path().join("tokens"), Codec::Zstd)?;
+/// tokens.append_slices(&[vec![3, 1, 4], vec![1], vec![5, 9, 2, 6]])?;
+/// tokens.append(&[ndarray::arr2(&[[1, 2], [3, 4]]).into_dyn()])?;  // any rank
+/// let batch = tokens.gather(&[2, 0, 3])?;        // packed: one buffer, offsets, shapes
+/// assert_eq!(batch.values(), &[5, 9, 2, 6, 3, 1, 4, 1, 2, 3, 4]);
+/// assert_eq!(batch.layout().offsets(), &[0, 4, 7, 11]);
+/// assert_eq!(batch.get(2).unwrap().shape(), &[2, 2]);
+/// assert_eq!(tokens.get(1)?.into_raw_vec_and_offset().0, vec![1]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct RaggedStore<T: Element> {
+    inner: DynRaggedStore,
+    _element: PhantomData<fn() -> T>,
+}
+
+impl<T: Element> RaggedStore<T> {
+    /// Creates an empty store at `path`.
+    ///
+    /// # Errors
+    /// As [`DynRaggedStore::create`].
+    pub fn create(path: impl AsRef<Path>, codec: Codec) -> Result<Self> {
+        DynRaggedStore::create(path, T::DTYPE, codec)?.typed()
+    }
+
+    /// [`create`](Self::create) with a chosen file geometry.
+    #[doc(hidden)]
+    pub fn create_with_geometry(
+        path: impl AsRef<Path>,
+        codec: Codec,
+        geometry: Geometry,
+    ) -> Result<Self> {
+        DynRaggedStore::create_with_geometry(path, T::DTYPE, codec, geometry)?.typed()
+    }
+
+    /// Opens the store at `path`, which must hold `T` records.
+    ///
+    /// # Errors
+    /// [`Error::DTypeMismatch`] if it holds another dtype; otherwise as
+    /// [`DynRaggedStore::open`].
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        DynRaggedStore::open(path)?.typed()
+    }
+
+    /// The dtype-tagged store.
+    pub fn into_dyn(self) -> DynRaggedStore {
+        self.inner
+    }
+
+    /// The dtype-tagged store, borrowed.
+    pub fn as_dyn(&self) -> &DynRaggedStore {
+        &self.inner
+    }
+
+    fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    fn engine_mut(&mut self) -> &mut Engine {
+        &mut self.inner.engine
+    }
+
+    store_methods!();
+
+    /// Appends arrays of any rank and layout, one record each. Returns the
+    /// first new index.
+    ///
+    /// # Errors
+    /// [`Error::EmptyRecord`] before anything is written; [`Error::Io`].
+    pub fn append<S, D>(&self, records: &[ArrayBase<S, D>]) -> Result<u64>
+    where
+        S: Data<Elem = T>,
+        D: Dimension,
+    {
+        let values: Vec<Cow<'_, [T]>> = records
+            .iter()
+            .map(|r| match r.as_slice() {
+                Some(v) => Cow::Borrowed(v),
+                None => Cow::Owned(r.iter().copied().collect()),
+            })
+            .collect();
+        self.inner.append_records(
+            records.len(),
+            |k| as_bytes(&values[k]),
+            |k| records[k].shape(),
+        )
+    }
+
+    /// Appends one-dimensional records (token sequences, byte strings).
+    ///
+    /// # Errors
+    /// As [`append`](Self::append).
+    pub fn append_slices<R: AsRef<[T]> + Sync>(&self, records: &[R]) -> Result<u64> {
+        let shapes: Vec<[usize; 1]> = records.iter().map(|r| [r.as_ref().len()]).collect();
+        self.inner.append_records(
+            records.len(),
+            |k| as_bytes(records[k].as_ref()),
+            |k| &shapes[k],
+        )
+    }
+
+    /// Appends the records of a packed batch.
+    ///
+    /// # Errors
+    /// As [`append`](Self::append).
+    pub fn append_batch(&self, batch: &RaggedBatch<T>) -> Result<u64> {
+        let layout = &batch.layout;
+        self.inner.append_records(
+            layout.len(),
+            |k| {
+                layout
+                    .range(k)
+                    .and_then(|r| batch.values.get(r))
+                    .map_or(&[][..], as_bytes)
+            },
+            |k| layout.shape(k).unwrap_or(&[]),
+        )
+    }
+
+    /// Gathers records `indices` (any order, repeats allowed) into `out` in
+    /// packed form, reusing its buffers: nothing is allocated per record.
+    ///
+    /// # Errors
+    /// [`Error::IndexOutOfRange`] or [`Error::CorruptRecord`]; `out` is left
+    /// empty after an error.
+    pub fn gather_into(&self, indices: &[u64], out: &mut RaggedBatch<T>) -> Result<()> {
+        let RaggedBatch { values, layout } = out;
+        let result = self.inner.gather_with(indices, layout, |total, read| {
+            values.resize(total, T::default());
+            fill_bytes(values, read)
+        });
+        if result.is_err() {
+            out.clear();
+        }
+        result
+    }
+
+    /// Gathers records `indices` into a new packed batch.
+    ///
+    /// # Errors
+    /// As [`gather_into`](Self::gather_into).
+    pub fn gather(&self, indices: &[u64]) -> Result<RaggedBatch<T>> {
+        let mut out = RaggedBatch::new();
+        self.gather_into(indices, &mut out)?;
+        Ok(out)
+    }
+
+    /// Gathers records `indices` as a list of owned arrays.
+    ///
+    /// # Errors
+    /// As [`gather_into`](Self::gather_into).
+    pub fn gather_arrays(&self, indices: &[u64]) -> Result<Vec<ArrayD<T>>> {
+        Ok(self.gather(indices)?.to_arrays())
+    }
+
+    /// Record `index` as an array of its own shape.
+    ///
+    /// # Errors
+    /// As [`gather_into`](Self::gather_into).
+    pub fn get(&self, index: u64) -> Result<ArrayD<T>> {
+        self.gather_arrays(&[index])?
+            .pop()
+            .ok_or(Error::IndexOutOfRange {
+                index,
+                len: self.len(),
+            })
+    }
+
+    /// Trains a dictionary on a strided sample of the records; see
+    /// [`DynRaggedStore::train_dict`].
+    ///
+    /// # Errors
+    /// As [`DynRaggedStore::train_dict`].
+    pub fn train_dict(&self, tier: DictTier) -> Result<Dictionary> {
+        self.inner.train_dict(tier)
+    }
+}

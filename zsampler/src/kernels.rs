@@ -1,0 +1,312 @@
+//! The hot loops, written once as plain Rust and compiled per instruction set.
+//!
+//! Each kernel is an `#[inline(always)]` generic body. On x86-64 the
+//! [`multiversion!`] macro also compiles it inside `#[target_feature]` wrappers
+//! (AVX-512 and AVX2) and picks one at run time with `is_x86_feature_detected!`
+//! (a cached load). The bodies are pure integer code, so every variant computes
+//! bit-identical results — the instruction set changes the speed, never the
+//! stream (the unit tests compare the dispatched kernels with the generic ones).
+//!
+//! This module holds the crate's only `unsafe`: calling a `#[target_feature]`
+//! function, sound because the feature was detected on the running CPU first.
+
+use crate::feistel::Feistel;
+use crate::rng::{mix64, tag, word};
+
+/// Defines `pub(crate) fn $name` dispatching to `$generic` compiled per ISA.
+macro_rules! multiversion {
+    ($(#[$meta:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? = $generic:ident;) => {
+        $(#[$meta])*
+        #[inline]
+        pub(crate) fn $name($($arg: $ty),*) $(-> $ret)? {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,bmi2")]
+                fn avx512($($arg: $ty),*) $(-> $ret)? {
+                    $generic($($arg),*)
+                }
+                #[target_feature(enable = "avx2,bmi2")]
+                fn avx2($($arg: $ty),*) $(-> $ret)? {
+                    $generic($($arg),*)
+                }
+                if std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512dq")
+                    && std::arch::is_x86_feature_detected!("avx512vl")
+                    && std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("bmi2")
+                {
+                    // SAFETY: `avx512` only requires the target features checked
+                    // just above on the CPU we are running on.
+                    return unsafe { avx512($($arg),*) };
+                }
+                if std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("bmi2")
+                {
+                    // SAFETY: `avx2` only requires the target features checked
+                    // just above on the CPU we are running on.
+                    return unsafe { avx2($($arg),*) };
+                }
+            }
+            $generic($($arg),*)
+        }
+    };
+}
+
+multiversion! {
+    /// iid: `out[i]` = Lemire's unbiased map of word `k0 + i` of the stream `key`
+    /// into `0..n`; `threshold` must be `2^64 mod n`.
+    fn iid_fill(key: u64, k0: u64, n: u64, threshold: u64, out: &mut [u64]) = iid_fill_generic;
+}
+
+multiversion! {
+    /// cyclic: `out[i]` = the cycle-walked permutation of position `p0 + i` in `0..n`.
+    fn permute_fill(feistel: &Feistel, n: u64, p0: u64, out: &mut [u64]) = permute_fill_generic;
+}
+
+multiversion! {
+    /// Subsets: replaces every position in `out` by `subset[position]`.
+    fn gather(subset: &[u64], out: &mut [u64]) = gather_generic;
+}
+
+multiversion! {
+    /// An order-sensitive 64-bit fingerprint of a subset's contents.
+    fn fingerprint(indices: &[u64]) -> u64 = fingerprint_generic;
+}
+
+/// Lemire's multiply-shift: the high word of `x·n` is the sample, the low word
+/// decides rejection (`low < 2^64 mod n`).
+#[inline(always)]
+const fn lemire(x: u64, n: u64) -> (u64, u64) {
+    let m = x as u128 * n as u128;
+    ((m >> 64) as u64, m as u64)
+}
+
+/// Draws a replacement after a rejection: words of a stream private to
+/// `(key, position)`, until one is accepted (each is accepted with probability
+/// `1 − (2^64 mod n)/2^64 > 1/2`).
+#[cold]
+fn resample(key: u64, position: u64, n: u64, threshold: u64) -> u64 {
+    let stream = word(mix64(key ^ tag::RETRY), position);
+    let mut attempt = 0;
+    loop {
+        let (sample, low) = lemire(word(stream, attempt), n);
+        if low >= threshold {
+            return sample;
+        }
+        attempt += 1;
+    }
+}
+
+/// Block length of the iid fast loop; a flagged block is redone in scalar code.
+const IID_BLOCK: usize = 64;
+
+#[inline(always)]
+fn iid_fill_generic(key: u64, k0: u64, n: u64, threshold: u64, out: &mut [u64]) {
+    let mut position = k0;
+    for block in out.chunks_mut(IID_BLOCK) {
+        let mut rejected = 0u64;
+        if n <= 1 << 32 {
+            // The 128-bit product of a 64-bit word and a 33-bit `n`, from two
+            // 32×32→64 products (which vectorise); equal to `lemire` bit for bit.
+            for (i, slot) in block.iter_mut().enumerate() {
+                let x = word(key, position.wrapping_add(i as u64));
+                let lo = (x & 0xffff_ffff) * n;
+                let mid = (x >> 32) * n + (lo >> 32);
+                *slot = mid >> 32;
+                let low = (mid << 32) | (lo & 0xffff_ffff);
+                rejected |= u64::from(low < threshold);
+            }
+        } else {
+            for (i, slot) in block.iter_mut().enumerate() {
+                let (sample, low) = lemire(word(key, position.wrapping_add(i as u64)), n);
+                *slot = sample;
+                rejected |= u64::from(low < threshold);
+            }
+        }
+        if rejected != 0 {
+            for (i, slot) in block.iter_mut().enumerate() {
+                let k = position.wrapping_add(i as u64);
+                let (_, low) = lemire(word(key, k), n);
+                if low < threshold {
+                    *slot = resample(key, k, n, threshold);
+                }
+            }
+        }
+        position = position.wrapping_add(block.len() as u64);
+    }
+}
+
+/// Positions of the cyclic kernel handled per round of cycle-walking.
+const WALK_BLOCK: usize = 256;
+
+#[inline(always)]
+fn permute_fill_generic(feistel: &Feistel, n: u64, p0: u64, out: &mut [u64]) {
+    // One vectorised pass of the bijection over every position, then the few
+    // values that fell outside `0..n` are walked on together, compacted into a
+    // short list (a per-lane `while` would serialise the whole block).
+    let mut pending = [0u16; WALK_BLOCK];
+    let mut values = [0u64; WALK_BLOCK];
+    let mut base = p0;
+    for block in out.chunks_mut(WALK_BLOCK) {
+        for (i, slot) in block.iter_mut().enumerate() {
+            *slot = feistel.permute(base + i as u64);
+        }
+        let mut count = 0;
+        for (i, &y) in block.iter().enumerate() {
+            pending[count] = i as u16;
+            count += usize::from(y >= n);
+        }
+        while count > 0 {
+            for (value, &i) in values.iter_mut().zip(&pending[..count]) {
+                *value = feistel.permute(block[usize::from(i)]);
+            }
+            let mut kept = 0;
+            for j in 0..count {
+                let (i, value) = (pending[j], values[j]);
+                block[usize::from(i)] = value;
+                pending[kept] = i;
+                kept += usize::from(value >= n);
+            }
+            count = kept;
+        }
+        base += block.len() as u64;
+    }
+}
+
+#[inline(always)]
+fn gather_generic(subset: &[u64], out: &mut [u64]) {
+    for slot in out {
+        // Positions are below `subset.len()` by construction.
+        *slot = subset[*slot as usize];
+    }
+}
+
+#[inline(always)]
+fn fingerprint_generic(indices: &[u64]) -> u64 {
+    // A sum of per-(position, value) hashes: vectorises, and any change of a
+    // value or of the order changes terms.
+    let key = mix64(tag::FINGERPRINT);
+    let mut sum = 0u64;
+    for (i, &x) in indices.iter().enumerate() {
+        sum = sum.wrapping_add(word(mix64(x ^ key), i as u64));
+    }
+    mix64(sum ^ word(key, indices.len() as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn iid_reference(key: u64, k0: u64, n: u64, out: &mut [u64]) {
+        let threshold = n.wrapping_neg() % n;
+        for (i, slot) in out.iter_mut().enumerate() {
+            let k = k0 + i as u64;
+            let (sample, low) = lemire(word(key, k), n);
+            *slot = if low < threshold {
+                resample(key, k, n, threshold)
+            } else {
+                sample
+            };
+        }
+    }
+
+    fn check_iid(key: u64, k0: u64, n: u64, len: usize) {
+        let threshold = n.wrapping_neg() % n;
+        let mut expected = vec![0; len];
+        iid_reference(key, k0, n, &mut expected);
+        let mut generic = vec![0; len];
+        iid_fill_generic(key, k0, n, threshold, &mut generic);
+        let mut dispatched = vec![0; len];
+        iid_fill(key, k0, n, threshold, &mut dispatched);
+        assert_eq!(generic, expected, "generic, n {n}");
+        assert_eq!(dispatched, expected, "dispatched, n {n}");
+        assert!(expected.iter().all(|&x| x < n));
+    }
+
+    #[test]
+    fn iid_kernels_agree_with_the_reference() {
+        for n in [
+            1,
+            2,
+            3,
+            1000,
+            (1 << 31) + 1,
+            u64::from(u32::MAX),
+            1 << 32,
+            (1 << 32) + 1,
+            (1 << 40) + 7,
+            (1 << 63) + 1, // rejects almost half of the words
+            u64::MAX,
+        ] {
+            check_iid(0xfeed, 5, n, 300);
+        }
+    }
+
+    #[test]
+    fn rejection_is_resampled_in_range() {
+        // n = 2^63 + 1: about half of all words are rejected.
+        let n = (1u64 << 63) + 1;
+        let threshold = n.wrapping_neg() % n;
+        assert_eq!(threshold, (1 << 63) - 1);
+        let mut out = vec![0; 1000];
+        iid_fill(7, 0, n, threshold, &mut out);
+        let high = out.iter().filter(|&&x| x >= 1 << 62).count();
+        // Uniform on 0..n ≈ 0..2^63: about half of the samples are ≥ 2^62
+        // (a shifted rejection region would skew this).
+        assert!((430..570).contains(&high), "{high}");
+    }
+
+    #[test]
+    fn permute_fill_matches_walk() {
+        for n in [1u64, 2, 3, 5, 64, 257, 1000, 4097] {
+            let feistel = Feistel::new(n, n ^ 0xabc);
+            let mut generic = vec![0; n as usize];
+            permute_fill_generic(&feistel, n, 0, &mut generic);
+            let mut dispatched = vec![0; n as usize];
+            permute_fill(&feistel, n, 0, &mut dispatched);
+            let expected: Vec<u64> = (0..n).map(|x| feistel.walk(x, n)).collect();
+            assert_eq!(generic, expected);
+            assert_eq!(dispatched, expected);
+        }
+    }
+
+    #[test]
+    fn gather_and_fingerprint_match_generic() {
+        let subset: Vec<u64> = (0..1000).map(|i| i * 7 + 3).collect();
+        let mut a: Vec<u64> = (0..500).map(|i| (i * 13) % 1000).collect();
+        let mut b = a.clone();
+        gather(&subset, &mut a);
+        gather_generic(&subset, &mut b);
+        assert_eq!(a, b);
+        assert_eq!(a[1], 13 * 7 + 3);
+        assert_eq!(fingerprint(&subset), fingerprint_generic(&subset));
+    }
+
+    #[test]
+    fn fingerprint_sees_values_order_and_length() {
+        let a: Vec<u64> = (0..100).collect();
+        let mut swapped = a.clone();
+        swapped.swap(3, 70);
+        let mut changed = a.clone();
+        changed[50] = 1000;
+        assert_ne!(fingerprint(&a), fingerprint(&swapped));
+        assert_ne!(fingerprint(&a), fingerprint(&changed));
+        assert_ne!(fingerprint(&a), fingerprint(&a[..99]));
+        assert_ne!(fingerprint(&[]), fingerprint(&[0]));
+        assert_eq!(fingerprint(&a), fingerprint(&a.clone()));
+    }
+
+    proptest! {
+        #[test]
+        fn iid_kernels_agree_for_any_n(key: u64, k0 in 0u64..1 << 40, n in 1u64.., len in 0usize..200) {
+            check_iid(key, k0, n, len);
+        }
+
+        #[test]
+        fn iid_kernels_agree_for_small_n(key: u64, n in 1u64..=1 << 33, len in 0usize..200) {
+            check_iid(key, 0, n, len);
+        }
+    }
+}
