@@ -1,0 +1,157 @@
+//! Damaged records are found — by `gather` for compressed stores (frame
+//! checksums), by `verify` for every store — as typed errors, never a crash.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use zrecord::{Codec, DenseStore, Error, RaggedStore};
+
+fn patch(path: &Path, at: u64, bytes: &[u8]) {
+    let mut b = fs::read(path).unwrap();
+    b[at as usize..at as usize + bytes.len()].copy_from_slice(bytes);
+    fs::write(path, b).unwrap();
+}
+
+fn records() -> Vec<u8> {
+    (0..8 * 256u32).map(|i| (i * 7 % 13) as u8).collect()
+}
+
+#[test]
+fn a_flipped_byte_in_a_frame_fails_gather_and_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    drop(
+        DenseStore::<u8>::create(&path, &[256], Codec::Zstd)
+            .unwrap()
+            .append(&records()),
+    );
+    let chunk = fs::read(path.join("0.chunk")).unwrap();
+    // Record 5's frame: its table entry says where.
+    let loc = fs::read(path.join("0.loc")).unwrap();
+    let entry = &loc[5 * 16..6 * 16];
+    let offset = u32::from_le_bytes(entry[0..4].try_into().unwrap()) as u64;
+    let len = u32::from_le_bytes(entry[4..8].try_into().unwrap()) as u64;
+    patch(
+        &path.join("0.chunk"),
+        offset + len / 2,
+        &[chunk[(offset + len / 2) as usize] ^ 0x10],
+    );
+
+    let store = DenseStore::<u8>::open(&path).unwrap();
+    assert!(matches!(
+        store.gather(&[5]),
+        Err(Error::CorruptRecord { index: 5, .. })
+    ));
+    assert_eq!(
+        store.gather(&[4, 6]).unwrap().len(),
+        512,
+        "other records still read"
+    );
+    assert!(matches!(
+        store.verify(),
+        Err(Error::CorruptRecord { index: 5, .. })
+    ));
+}
+
+#[test]
+fn impossible_locations_are_errors_not_faults() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    drop(
+        DenseStore::<u8>::create(&path, &[256], Codec::Raw)
+            .unwrap()
+            .append(&records()),
+    );
+    // Record 2 now claims bytes far past the end of the chunk (inside the map,
+    // past the file): reading them would fault.
+    patch(&path.join("0.loc"), 2 * 16, &(1u32 << 30).to_le_bytes());
+    // Record 3 claims another length.
+    patch(&path.join("0.loc"), 3 * 16 + 8, &255u32.to_le_bytes());
+    // Record 4 names a chunk that does not exist.
+    patch(&path.join("0.loc"), 4 * 16 + 12, &7u32.to_le_bytes());
+    let store = DenseStore::<u8>::open(&path).unwrap();
+    for i in 2..5 {
+        assert!(
+            matches!(store.gather(&[i]), Err(Error::CorruptRecord { index, .. }) if index == i)
+        );
+    }
+    assert!(matches!(
+        store.verify(),
+        Err(Error::CorruptRecord { index: 2, .. })
+    ));
+}
+
+#[test]
+fn overlapping_records_fail_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    drop(
+        DenseStore::<u8>::create(&path, &[256], Codec::Raw)
+            .unwrap()
+            .append(&records()),
+    );
+    // Record 6 points at record 1's bytes.
+    patch(&path.join("0.loc"), 6 * 16, &256u32.to_le_bytes());
+    let store = DenseStore::<u8>::open(&path).unwrap();
+    assert!(
+        matches!(store.verify(), Err(Error::CorruptRecord { index: 6, reason, .. }) if reason.contains("overlap"))
+    );
+}
+
+#[test]
+fn damaged_shape_records_fail_gather_and_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    drop(
+        RaggedStore::<u16>::create(&path, Codec::Zstd)
+            .unwrap()
+            .append_slices(&[vec![1u16, 2, 3], vec![4]]),
+    );
+    // Record 1's shape record is physical record 3; say it has 2 elements.
+    let loc = fs::read(path.join("0.loc")).unwrap();
+    let shape_at = u32::from_le_bytes(loc[3 * 16..3 * 16 + 4].try_into().unwrap()) as u64;
+    patch(&path.join("0.chunk"), shape_at + 8, &2u64.to_le_bytes());
+    let store = RaggedStore::<u16>::open(&path).unwrap();
+    assert_eq!(store.gather(&[0]).unwrap().values(), &[1, 2, 3]);
+    let mut batch = zrecord::RaggedBatch::new();
+    assert!(matches!(
+        store.gather_into(&[0, 1], &mut batch),
+        Err(Error::CorruptRecord { index: 1, .. })
+    ));
+    assert!(batch.is_empty(), "a failed gather leaves the batch empty");
+    assert!(matches!(
+        store.verify(),
+        Err(Error::CorruptRecord { index: 1, .. })
+    ));
+}
+
+#[test]
+fn invalid_bools_on_disk_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    drop(
+        DenseStore::<bool>::create(&path, &[4], Codec::Raw)
+            .unwrap()
+            .append(&[true; 8]),
+    );
+    patch(&path.join("0.chunk"), 5, &[3]);
+    let store = DenseStore::<bool>::open(&path).unwrap();
+    let mut out = [false; 8];
+    assert!(matches!(
+        store.gather_into(&[0, 1], &mut out),
+        Err(Error::InvalidBool {
+            offset: 5,
+            value: 3
+        })
+    ));
+    assert_eq!(
+        out, [false; 8],
+        "no invalid bool is left in the caller's buffer"
+    );
+    assert!(matches!(
+        store.verify(),
+        Err(Error::CorruptRecord { index: 1, .. })
+    ));
+}
