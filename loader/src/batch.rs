@@ -1,0 +1,289 @@
+//! [`Batch`]: one step's indices and every stream gathered at them.
+
+use std::sync::Arc;
+
+use ndarray::{ArrayViewD, IxDyn};
+use zrecord::{DType, DynRaggedBatch, DynVec, Element, RaggedLayout, StoreKind};
+
+use crate::pool::Pool;
+use crate::{Error, Result};
+
+/// One stream of a batch.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Column {
+    /// A dense stream: one `(B, *item_shape)` buffer.
+    Dense(DenseColumn),
+    /// A ragged stream in packed form.
+    Ragged(DynRaggedBatch),
+}
+
+impl Column {
+    pub(crate) fn new_dense(dtype: DType) -> Column {
+        Column::Dense(DenseColumn {
+            values: DynVec::new(dtype),
+            shape: Vec::new(),
+        })
+    }
+
+    /// Dense or ragged.
+    pub fn kind(&self) -> StoreKind {
+        match self {
+            Column::Dense(_) => StoreKind::Dense,
+            Column::Ragged(_) => StoreKind::Ragged,
+        }
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Column::Dense(c) => c.values.dtype(),
+            Column::Ragged(c) => c.dtype(),
+        }
+    }
+}
+
+/// A dense stream of a batch: values in row-major order and their shape
+/// `(B, *item_shape)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DenseColumn {
+    pub(crate) values: DynVec,
+    pub(crate) shape: Vec<usize>,
+}
+
+impl DenseColumn {
+    /// The values, dtype-tagged.
+    pub fn values(&self) -> &DynVec {
+        &self.values
+    }
+
+    /// `(B, *item_shape)`.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.values.dtype()
+    }
+
+    /// An array view, if the elements are `T`.
+    pub fn view<T: Element>(&self) -> Option<ArrayViewD<'_, T>> {
+        ArrayViewD::from_shape(IxDyn(&self.shape), self.values.as_slice::<T>()?).ok()
+    }
+
+    /// The values and shape, without a copy: hand the typed `Vec` to a tensor
+    /// with [`DynVec::into_vec`].
+    pub fn into_parts(self) -> (DynVec, Vec<usize>) {
+        (self.values, self.shape)
+    }
+}
+
+/// A typed view of a ragged stream of a batch.
+#[derive(Clone, Copy, Debug)]
+pub struct RaggedView<'a, T> {
+    values: &'a [T],
+    layout: &'a RaggedLayout,
+}
+
+impl<'a, T: Element> RaggedView<'a, T> {
+    /// All records' elements, end to end.
+    pub fn values(&self) -> &'a [T] {
+        self.values
+    }
+
+    /// Offsets and shapes of the records.
+    pub fn layout(&self) -> &'a RaggedLayout {
+        self.layout
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.layout.len()
+    }
+
+    /// Whether there are no records.
+    pub fn is_empty(&self) -> bool {
+        self.layout.is_empty()
+    }
+
+    /// Record `k` as an array view, or `None` past the end.
+    pub fn get(&self, k: usize) -> Option<ArrayViewD<'a, T>> {
+        let values = self.values.get(self.layout.range(k)?)?;
+        ArrayViewD::from_shape(IxDyn(self.layout.shape(k)?), values).ok()
+    }
+}
+
+/// One step of the loader: its indices and every stream gathered at them.
+///
+/// Record `k` of every stream is the record at `indices()[k]`, so streams
+/// stay aligned. Dropping a batch returns its buffers to the loader for reuse;
+/// [`take_dense`](Batch::take_dense) moves one out (to hand to a tensor
+/// without a copy) and the loader allocates a new one.
+#[derive(Debug)]
+pub struct Batch {
+    pub(crate) step: u64,
+    pub(crate) indices: Vec<u64>,
+    pub(crate) names: Arc<[Arc<str>]>,
+    pub(crate) columns: Vec<Option<Column>>,
+    pub(crate) pool: Option<Arc<Pool>>,
+}
+
+impl Batch {
+    /// The step this batch belongs to.
+    pub fn step(&self) -> u64 {
+        self.step
+    }
+
+    /// The record indices, in batch order.
+    pub fn indices(&self) -> &[u64] {
+        &self.indices
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.indices.len()
+    }
+
+    /// Whether the batch holds no records.
+    pub fn is_empty(&self) -> bool {
+        self.indices.is_empty()
+    }
+
+    /// The stream names, in the order they were added to the loader.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.names.iter().map(|n| &**n)
+    }
+
+    fn position(&self, name: &str) -> Result<usize> {
+        self.names
+            .iter()
+            .position(|n| &**n == name)
+            .ok_or_else(|| Error::UnknownStream {
+                name: name.into(),
+                available: self.names.iter().map(|n| n.to_string()).collect(),
+            })
+    }
+
+    /// Stream `name`.
+    ///
+    /// # Errors
+    /// [`Error::UnknownStream`], or [`Error::Taken`] after a `take_*`.
+    pub fn column(&self, name: &str) -> Result<&Column> {
+        let at = self.position(name)?;
+        self.columns[at]
+            .as_ref()
+            .ok_or_else(|| Error::Taken { name: name.into() })
+    }
+
+    /// Dense stream `name`.
+    ///
+    /// # Errors
+    /// As [`column`](Self::column), and [`Error::WrongKind`] for a ragged stream.
+    pub fn dense_column(&self, name: &str) -> Result<&DenseColumn> {
+        match self.column(name)? {
+            Column::Dense(c) => Ok(c),
+            Column::Ragged(_) => Err(wrong_kind(name, StoreKind::Dense, StoreKind::Ragged)),
+        }
+    }
+
+    /// Dense stream `name` as a `(B, *item_shape)` array view of `T`.
+    ///
+    /// # Errors
+    /// As [`dense_column`](Self::dense_column), and [`Error::WrongDType`].
+    pub fn dense<T: Element>(&self, name: &str) -> Result<ArrayViewD<'_, T>> {
+        let column = self.dense_column(name)?;
+        column
+            .view::<T>()
+            .ok_or_else(|| wrong_dtype(name, T::DTYPE, column.dtype()))
+    }
+
+    /// Ragged stream `name` in packed form.
+    ///
+    /// # Errors
+    /// As [`column`](Self::column), and [`Error::WrongKind`] for a dense stream.
+    pub fn ragged_batch(&self, name: &str) -> Result<&DynRaggedBatch> {
+        match self.column(name)? {
+            Column::Ragged(c) => Ok(c),
+            Column::Dense(_) => Err(wrong_kind(name, StoreKind::Ragged, StoreKind::Dense)),
+        }
+    }
+
+    /// Ragged stream `name` as a typed view: packed values plus per-record views.
+    ///
+    /// # Errors
+    /// As [`ragged_batch`](Self::ragged_batch), and [`Error::WrongDType`].
+    pub fn ragged<T: Element>(&self, name: &str) -> Result<RaggedView<'_, T>> {
+        let batch = self.ragged_batch(name)?;
+        let values = batch
+            .values()
+            .as_slice::<T>()
+            .ok_or_else(|| wrong_dtype(name, T::DTYPE, batch.dtype()))?;
+        Ok(RaggedView {
+            values,
+            layout: batch.layout(),
+        })
+    }
+
+    /// Moves stream `name` out of the batch.
+    ///
+    /// # Errors
+    /// As [`column`](Self::column).
+    pub fn take(&mut self, name: &str) -> Result<Column> {
+        let at = self.position(name)?;
+        self.columns[at]
+            .take()
+            .ok_or_else(|| Error::Taken { name: name.into() })
+    }
+
+    /// Moves dense stream `name` out of the batch, to hand its `Vec` to a
+    /// tensor without a copy.
+    ///
+    /// # Errors
+    /// As [`dense_column`](Self::dense_column); a ragged stream stays in the batch.
+    pub fn take_dense(&mut self, name: &str) -> Result<DenseColumn> {
+        self.dense_column(name)?;
+        match self.take(name)? {
+            Column::Dense(c) => Ok(c),
+            Column::Ragged(_) => Err(wrong_kind(name, StoreKind::Dense, StoreKind::Ragged)),
+        }
+    }
+
+    /// Moves ragged stream `name` out of the batch.
+    ///
+    /// # Errors
+    /// As [`ragged_batch`](Self::ragged_batch); a dense stream stays in the batch.
+    pub fn take_ragged(&mut self, name: &str) -> Result<DynRaggedBatch> {
+        self.ragged_batch(name)?;
+        match self.take(name)? {
+            Column::Ragged(c) => Ok(c),
+            Column::Dense(_) => Err(wrong_kind(name, StoreKind::Ragged, StoreKind::Dense)),
+        }
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.take() {
+            pool.give(
+                std::mem::take(&mut self.indices),
+                std::mem::take(&mut self.columns),
+            );
+        }
+    }
+}
+
+fn wrong_kind(name: &str, expected: StoreKind, found: StoreKind) -> Error {
+    Error::WrongKind {
+        name: name.into(),
+        expected,
+        found,
+    }
+}
+
+fn wrong_dtype(name: &str, expected: DType, found: DType) -> Error {
+    Error::WrongDType {
+        name: name.into(),
+        expected,
+        found,
+    }
+}

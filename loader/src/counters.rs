@@ -1,0 +1,69 @@
+//! Pipeline counters, readable from any thread while the loader runs.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Live counters of a loader; get them with
+/// [`Loader::counters`](crate::Loader::counters) and read a
+/// [`snapshot`](Counters::snapshot) whenever you like (from another thread too).
+///
+/// Times are summed over all worker threads, so gather and transform time can
+/// exceed wall time.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub(crate) steps: AtomicU64,
+    pub(crate) ready: AtomicU64,
+    pub(crate) in_flight: AtomicU64,
+    pub(crate) bytes: AtomicU64,
+    pub(crate) gather_ns: AtomicU64,
+    pub(crate) transform_ns: AtomicU64,
+    pub(crate) wait_ns: AtomicU64,
+    pub(crate) buffers_allocated: AtomicU64,
+}
+
+/// The counters at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CounterSnapshot {
+    /// Batches handed to the consumer.
+    pub steps_delivered: u64,
+    /// Batches finished and waiting for the consumer.
+    pub ready: u64,
+    /// Batches claimed by workers and not yet delivered (ready ones included).
+    pub in_flight: u64,
+    /// Bytes gathered from the stores (before any transform).
+    pub bytes_gathered: u64,
+    /// Time spent gathering, summed over workers.
+    pub gather_time: Duration,
+    /// Time spent in the transform, summed over workers.
+    pub transform_time: Duration,
+    /// Time `next()` spent blocked waiting for a batch: if this is a large
+    /// share of the training loop's wall time, the loader is the bottleneck.
+    pub consumer_wait: Duration,
+    /// Stream buffers allocated rather than recycled.
+    pub buffers_allocated: u64,
+}
+
+impl Counters {
+    /// The current values.
+    pub fn snapshot(&self) -> CounterSnapshot {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        CounterSnapshot {
+            steps_delivered: get(&self.steps),
+            ready: get(&self.ready),
+            in_flight: get(&self.in_flight),
+            bytes_gathered: get(&self.bytes),
+            gather_time: Duration::from_nanos(get(&self.gather_ns)),
+            transform_time: Duration::from_nanos(get(&self.transform_ns)),
+            consumer_wait: Duration::from_nanos(get(&self.wait_ns)),
+            buffers_allocated: get(&self.buffers_allocated),
+        }
+    }
+
+    pub(crate) fn add_time(counter: &AtomicU64, d: Duration) {
+        counter.fetch_add(
+            d.as_nanos().try_into().unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+    }
+}

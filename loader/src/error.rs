@@ -1,0 +1,124 @@
+//! The loader's one error type.
+
+use zrecord::{DType, StoreKind};
+
+/// Everything that can go wrong building or running a loader.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A loader needs at least one stream.
+    #[error("a loader needs at least one stream")]
+    NoStreams,
+
+    /// Two streams have the same name.
+    #[error("two streams are named {name:?}")]
+    DuplicateStream {
+        /// The repeated name.
+        name: String,
+    },
+
+    /// Streams of different lengths cannot be gathered at the same indices.
+    #[error(
+        "stream {first:?} has {first_len} records but stream {other:?} has {other_len}; every stream must have the same length"
+    )]
+    LengthMismatch {
+        /// The first stream.
+        first: String,
+        /// Its length.
+        first_len: u64,
+        /// The stream that differs.
+        other: String,
+        /// Its length.
+        other_len: u64,
+    },
+
+    /// A subset names a record past the end of the streams.
+    #[error("subset entry {position} is record {index}, but the streams have {len} records")]
+    SubsetOutOfRange {
+        /// Position in the subset.
+        position: usize,
+        /// The record it names.
+        index: u64,
+        /// The streams' length.
+        len: u64,
+    },
+
+    /// The sampler configuration is invalid.
+    #[error("sampler: {0}")]
+    Sampler(#[from] zsampler::Error),
+
+    /// A saved state does not fit these streams.
+    #[error("the saved state was taken over {state_len} records, the streams have {len}")]
+    StateMismatch {
+        /// Length recorded in the state.
+        state_len: u64,
+        /// Length of the streams now.
+        len: u64,
+    },
+
+    /// Gathering a stream failed at some step.
+    #[error("step {step}, stream {stream:?}: {source}")]
+    Gather {
+        /// The step.
+        step: u64,
+        /// The stream.
+        stream: String,
+        /// What the store reported.
+        #[source]
+        source: zrecord::Error,
+    },
+
+    /// The transform panicked at some step.
+    #[error("step {step}: the transform panicked: {message}")]
+    TransformPanicked {
+        /// The step.
+        step: u64,
+        /// The panic message.
+        message: String,
+    },
+
+    /// A worker thread could not be started.
+    #[error("cannot start loader thread: {0}")]
+    Spawn(#[source] std::io::Error),
+
+    /// A batch has no stream of that name.
+    #[error("the batch has no stream {name:?} (it has {available:?})")]
+    UnknownStream {
+        /// The name asked for.
+        name: String,
+        /// The names it has.
+        available: Vec<String>,
+    },
+
+    /// A stream is of the other kind than asked for.
+    #[error("stream {name:?} is {found}, not {expected}")]
+    WrongKind {
+        /// The stream.
+        name: String,
+        /// The kind asked for.
+        expected: StoreKind,
+        /// Its kind.
+        found: StoreKind,
+    },
+
+    /// A stream holds another dtype than asked for.
+    #[error("stream {name:?} holds {found}, not {expected}")]
+    WrongDType {
+        /// The stream.
+        name: String,
+        /// The dtype asked for.
+        expected: DType,
+        /// Its dtype.
+        found: DType,
+    },
+
+    /// The stream's buffer was already taken out of this batch.
+    #[error("stream {name:?} was already taken out of this batch")]
+    Taken {
+        /// The stream.
+        name: String,
+    },
+}
+
+/// Shorthand for `Result<T, zrecord_loader::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

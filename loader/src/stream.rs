@@ -1,0 +1,127 @@
+//! [`Stream`]: a store the loader gathers from, shared between loaders.
+
+use std::sync::Arc;
+
+use zrecord::{
+    AnyStore, DType, DenseStore, DynDenseStore, DynRaggedStore, Element, RaggedStore, StoreKind,
+};
+
+use crate::batch::Column;
+
+/// A store the loader gathers from. Cheap to clone: the store is shared, so a
+/// training and a validation loader can read the same stores.
+///
+/// Made with `From` any store type, or an `Arc` of a dtype-tagged one.
+#[derive(Clone)]
+pub enum Stream {
+    /// A dense store: batches are one `(B, *item_shape)` buffer.
+    Dense(Arc<DynDenseStore>),
+    /// A ragged store: batches are packed ([`zrecord::DynRaggedBatch`]).
+    Ragged(Arc<DynRaggedStore>),
+}
+
+impl Stream {
+    /// Number of records.
+    pub fn len(&self) -> u64 {
+        match self {
+            Stream::Dense(s) => s.len(),
+            Stream::Ragged(s) => s.len(),
+        }
+    }
+
+    /// Whether the store holds no records.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Dense or ragged.
+    pub fn kind(&self) -> StoreKind {
+        match self {
+            Stream::Dense(_) => StoreKind::Dense,
+            Stream::Ragged(_) => StoreKind::Ragged,
+        }
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Stream::Dense(s) => s.dtype(),
+            Stream::Ragged(s) => s.dtype(),
+        }
+    }
+
+    /// An empty buffer for this stream's batches.
+    pub(crate) fn new_column(&self) -> Column {
+        match self {
+            Stream::Dense(s) => Column::new_dense(s.dtype()),
+            Stream::Ragged(s) => Column::Ragged(zrecord::DynRaggedBatch::new(s.dtype())),
+        }
+    }
+
+    /// Gathers `indices` into `column` (made by [`new_column`](Self::new_column)),
+    /// reusing its buffers. Returns the bytes gathered.
+    pub(crate) fn gather_into(&self, indices: &[u64], column: &mut Column) -> zrecord::Result<u64> {
+        match (self, column) {
+            (Stream::Dense(s), Column::Dense(c)) => {
+                s.gather_into(indices, &mut c.values)?;
+                c.shape.clear();
+                c.shape.push(indices.len());
+                c.shape.extend_from_slice(s.item_shape());
+                Ok(c.values.as_bytes().len() as u64)
+            }
+            (Stream::Ragged(s), Column::Ragged(c)) => {
+                s.gather_into(indices, c)?;
+                Ok(c.values().as_bytes().len() as u64)
+            }
+            (stream, column) => {
+                *column = stream.new_column();
+                stream.gather_into(indices, column)
+            }
+        }
+    }
+}
+
+impl From<Arc<DynDenseStore>> for Stream {
+    fn from(store: Arc<DynDenseStore>) -> Self {
+        Stream::Dense(store)
+    }
+}
+
+impl From<DynDenseStore> for Stream {
+    fn from(store: DynDenseStore) -> Self {
+        Stream::Dense(Arc::new(store))
+    }
+}
+
+impl<T: Element> From<DenseStore<T>> for Stream {
+    fn from(store: DenseStore<T>) -> Self {
+        store.into_dyn().into()
+    }
+}
+
+impl From<Arc<DynRaggedStore>> for Stream {
+    fn from(store: Arc<DynRaggedStore>) -> Self {
+        Stream::Ragged(store)
+    }
+}
+
+impl From<DynRaggedStore> for Stream {
+    fn from(store: DynRaggedStore) -> Self {
+        Stream::Ragged(Arc::new(store))
+    }
+}
+
+impl<T: Element> From<RaggedStore<T>> for Stream {
+    fn from(store: RaggedStore<T>) -> Self {
+        store.into_dyn().into()
+    }
+}
+
+impl From<AnyStore> for Stream {
+    fn from(store: AnyStore) -> Self {
+        match store {
+            AnyStore::Dense(s) => s.into(),
+            AnyStore::Ragged(s) => s.into(),
+        }
+    }
+}
