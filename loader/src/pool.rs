@@ -6,10 +6,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crate::batch::Column;
 use crate::{Counters, Stream};
 
+/// One batch's buffers: its indices and a column per stream (`None` where
+/// the consumer took the column out).
+type Buffers = (Vec<u64>, Vec<Option<Column>>);
+
 /// Buffers of dropped batches, waiting for the next step.
 #[derive(Debug)]
 pub(crate) struct Pool {
-    free: Mutex<Vec<(Vec<u64>, Vec<Option<Column>>)>>,
+    free: Mutex<Vec<Buffers>>,
     /// Buffer sets kept; more than this are freed.
     keep: usize,
     /// Counts stream buffers allocated fresh (not recycled).

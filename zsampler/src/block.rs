@@ -27,6 +27,7 @@
 
 use crate::divide::Divider;
 use crate::feistel::Feistel;
+use crate::kernels;
 use crate::rng::{derive, mix64, tag, word};
 
 /// The constants of one block-mode configuration (everything but the cycle).
@@ -129,33 +130,49 @@ impl BlockPlan {
             let w = self.window_of(&cycle, p);
             let (start, window_len, slots) = self.window_extent(&cycle, w);
             let local = p - start;
-            let take =
-                usize::try_from(window_len - local).map_or(rest.len(), |n| n.min(rest.len()));
+            let take = usize::try_from(window_len - local).map_or(rest.len(), |n| n.min(rest.len()));
             let (segment, tail) = rest.split_at_mut(take);
+            // Phase 2 first: the shuffled local positions, by the vectorised kernel.
             let shuffle = Feistel::new(window_len, word(window_key, w));
+            kernels::permute_fill(&shuffle, window_len, local, segment);
+            // Phase 1: local position → (block of the window, offset) → index.
             let first_slot = w * self.window;
-            for (i, slot_out) in segment.iter_mut().enumerate() {
-                let o = shuffle.walk(local + i as u64, window_len);
-                let j = self.by_block.divide(o);
-                let offset = o - j * self.block_size;
-                let block = if w == cycle.short_window {
-                    if j == slots - 1 {
-                        self.blocks - 1
-                    } else {
-                        let slot = first_slot + j;
-                        let slot = slot + u64::from(slot >= cycle.short_slot);
-                        cycle.order.walk(slot, self.blocks)
-                    }
-                } else {
+            let block_start = |j: u64| -> u64 {
+                let block = if w != cycle.short_window {
                     cycle.order.walk(first_slot + j, self.blocks)
+                } else if j == slots - 1 {
+                    // The short block is laid out last in its window.
+                    self.blocks - 1
+                } else {
+                    let slot = first_slot + j;
+                    cycle.order.walk(slot + u64::from(slot >= cycle.short_slot), self.blocks)
                 };
-                *slot_out = block * self.block_size + offset;
+                block * self.block_size
+            };
+            if slots <= TABLE as u64 && slots <= take as u64 {
+                // Few blocks, many positions: look each block up once.
+                let mut table = [0u64; TABLE];
+                for (j, entry) in table.iter_mut().take(slots as usize).enumerate() {
+                    *entry = block_start(j as u64);
+                }
+                for value in segment.iter_mut() {
+                    let j = self.by_block.divide(*value);
+                    *value = table[j as usize] + (*value - j * self.block_size);
+                }
+            } else {
+                for value in segment.iter_mut() {
+                    let j = self.by_block.divide(*value);
+                    *value = block_start(j) + (*value - j * self.block_size);
+                }
             }
             p += take as u64;
             rest = tail;
         }
     }
 }
+
+/// Windows of at most this many blocks look their blocks up once per batch.
+const TABLE: usize = 256;
 
 #[cfg(test)]
 mod tests {

@@ -139,13 +139,21 @@ fn iid_fill_generic(key: u64, k0: u64, n: u64, threshold: u64, out: &mut [u64]) 
 /// Positions of the cyclic kernel handled per round of cycle-walking.
 const WALK_BLOCK: usize = 256;
 
+/// Below this many positions the cyclic kernel walks each one directly.
+const SMALL_BATCH: usize = 16;
+
 #[inline(always)]
 fn permute_fill_generic(feistel: &Feistel, n: u64, p0: u64, out: &mut [u64]) {
+    if out.len() < SMALL_BATCH {
+        for (i, slot) in out.iter_mut().enumerate() {
+            *slot = feistel.walk(p0 + i as u64, n);
+        }
+        return;
+    }
     // One vectorised pass of the bijection over every position, then the few
     // values that fell outside `0..n` are walked on together, compacted into a
     // short list (a per-lane `while` would serialise the whole block).
     let mut pending = [0u16; WALK_BLOCK];
-    let mut values = [0u64; WALK_BLOCK];
     let mut base = p0;
     for block in out.chunks_mut(WALK_BLOCK) {
         for (i, slot) in block.iter_mut().enumerate() {
@@ -157,12 +165,10 @@ fn permute_fill_generic(feistel: &Feistel, n: u64, p0: u64, out: &mut [u64]) {
             count += usize::from(y >= n);
         }
         while count > 0 {
-            for (value, &i) in values.iter_mut().zip(&pending[..count]) {
-                *value = feistel.permute(block[usize::from(i)]);
-            }
             let mut kept = 0;
             for j in 0..count {
-                let (i, value) = (pending[j], values[j]);
+                let i = pending[j];
+                let value = feistel.permute(block[usize::from(i)]);
                 block[usize::from(i)] = value;
                 pending[kept] = i;
                 kept += usize::from(value >= n);
