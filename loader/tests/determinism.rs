@@ -5,10 +5,17 @@ mod common;
 
 use zrecord_loader::{Batch, Loader, Mode};
 
-/// (step, indices, labels, image values, token values, token offsets) of `n` batches.
-type Seen = Vec<(u64, Vec<u64>, Vec<i64>, Vec<f32>, Vec<u32>, Vec<usize>)>;
+/// What a test sees of one batch: step, indices, labels, image values, token
+/// values and token offsets.
+type Seen = (u64, Vec<u64>, Vec<i64>, Vec<f32>, Vec<u32>, Vec<usize>);
 
-fn run(streams: &common::Streams, mode: Mode, workers: usize, prefetch: usize, n: u64) -> Seen {
+fn run(
+    streams: &common::Streams,
+    mode: Mode,
+    workers: usize,
+    prefetch: usize,
+    n: u64,
+) -> Vec<Seen> {
     let mut loader = Loader::builder(32)
         .stream("label", streams.label.clone())
         .stream("image", streams.image.clone())
@@ -22,7 +29,7 @@ fn run(streams: &common::Streams, mode: Mode, workers: usize, prefetch: usize, n
     loader.steps(n).map(|b| record(&b.unwrap())).collect()
 }
 
-fn record(batch: &Batch) -> (u64, Vec<u64>, Vec<i64>, Vec<f32>, Vec<u32>, Vec<usize>) {
+fn record(batch: &Batch) -> Seen {
     let label = batch.dense::<i64>("label").unwrap();
     let image = batch.dense::<f32>("image").unwrap();
     let tokens = batch.ragged::<u32>("tokens").unwrap();
