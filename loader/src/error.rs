@@ -44,7 +44,7 @@ pub enum Error {
     },
 
     /// The sampler configuration is invalid.
-    #[error("sampler: {0}")]
+    #[error(transparent)]
     Sampler(#[from] zsampler::Error),
 
     /// A saved state does not fit these streams.
@@ -57,7 +57,7 @@ pub enum Error {
     },
 
     /// Gathering a stream failed at some step.
-    #[error("step {step}, stream {stream:?}: {source}")]
+    #[error("step {step}: cannot gather stream {stream:?}")]
     Gather {
         /// The step.
         step: u64,
@@ -78,7 +78,7 @@ pub enum Error {
     },
 
     /// A worker thread could not be started.
-    #[error("cannot start loader thread: {0}")]
+    #[error("cannot start a loader thread")]
     Spawn(#[source] std::io::Error),
 
     /// A batch has no stream of that name.

@@ -14,7 +14,7 @@ use crate::{DType, StoreKind};
 #[non_exhaustive]
 pub enum Error {
     /// An operating-system call on a store file failed.
-    #[error("cannot {op} {path}: {source}")]
+    #[error("cannot {op} {path}")]
     Io {
         /// What was being done ("read", "write", "create", ...).
         op: &'static str,

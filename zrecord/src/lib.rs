@@ -35,7 +35,10 @@
 //! `gather` and `append` take `&self` and run from many threads at once (a
 //! gather sees only fully committed records); `delete` and `compact` take
 //! `&mut self`. One handle owns a store at a time: a second open, from this
-//! process or another, fails with [`Error::StoreBusy`].
+//! process or another, fails with [`Error::StoreBusy`]. (The lock is an
+//! `flock` on `meta.zr`: a child process forked by another thread shares it
+//! until the child execs, so an open right after such a fork can briefly see
+//! the store busy.)
 //!
 //! # Durability
 //!
@@ -73,6 +76,7 @@ pub use dtype::{DType, Element, StoreKind};
 pub use dyn_vec::DynVec;
 pub use engine::{CompactProgress, Stats, VerifyReport};
 pub use error::{Error, Result};
+pub use format::FORMAT_VERSION;
 #[doc(hidden)]
 pub use format::Geometry;
 pub use ragged::{DynRaggedStore, RaggedStore};

@@ -94,12 +94,19 @@ impl Engine {
         })?;
         let new_len = old_len + n as u64;
 
-        {
+        // Open the chunks and table segments the batch reaches. Adding files
+        // waits for running gathers, so look first: most appends add none.
+        let segments = self.geometry.segments_for(new_len);
+        let missing = {
+            let files = self.files();
+            files.chunks.len() <= chunk as usize || (files.segments.len() as u64) < segments
+        };
+        if missing {
             let mut files = self.files_mut();
             while files.chunks.len() <= chunk as usize {
                 files.push_chunk(true, 0)?;
             }
-            while (files.segments.len() as u64) < self.geometry.segments_for(new_len) {
+            while (files.segments.len() as u64) < segments {
                 files.push_segment(true)?;
             }
         }

@@ -9,7 +9,7 @@ use crate::{Codec, Error, Result};
 /// Size of `meta.zr`.
 pub(crate) const META_LEN: usize = 32;
 const MAGIC: [u8; 4] = *b"ZREC";
-const VERSION: u8 = 1;
+const VERSION: u8 = super::FORMAT_VERSION;
 
 const MAGIC_AT: usize = 0;
 const VERSION_AT: usize = MAGIC_AT + 4;

@@ -15,6 +15,9 @@ pub(crate) use meta::{META_LEN, MetaHeader};
 pub(crate) use shape::{decode_shape, encode_shape};
 pub(crate) use typed::{StoreHeader, TypeIdentity};
 
+/// The format version this build reads and writes (both headers carry it).
+pub const FORMAT_VERSION: u8 = 1;
+
 /// The store's immutable typed header and type identity.
 pub(crate) const STORE_FILE: &str = "store.zr";
 /// The physical header: codec, geometry, frontier and length.

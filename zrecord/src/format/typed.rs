@@ -9,7 +9,7 @@ use super::{MAX_RECORD_BYTES, le};
 use crate::{DType, Error, Result, StoreKind};
 
 const MAGIC: [u8; 4] = *b"ZRST";
-const VERSION: u8 = 1;
+const VERSION: u8 = super::FORMAT_VERSION;
 const HEADER_LEN: usize = 32;
 
 const MAGIC_AT: usize = 0;

@@ -1,0 +1,153 @@
+//! `zrecord`: get data into and out of zrecord stores without Python.
+//!
+//! A thin shell over the library: one module per subcommand, each parsing
+//! its arguments, calling the library and reporting progress.
+
+mod bench;
+mod compact;
+mod export;
+mod import;
+mod info;
+mod npy;
+mod progress;
+mod recode;
+mod staging;
+mod train_dict;
+mod verify;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Exit code for a store that `verify` found corrupt.
+const EXIT_CORRUPT: u8 = 1;
+/// Exit code for bad input or any other failure.
+const EXIT_ERROR: u8 = 2;
+
+#[derive(Parser)]
+#[command(
+    name = "zrecord",
+    version,
+    about = "Import, inspect, verify and maintain zrecord stores"
+)]
+struct Cli {
+    /// No progress bars.
+    #[arg(long, short, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Import data into a new store.
+    #[command(subcommand)]
+    Import(import::Import),
+    /// Write a store out: a dense store to FILE.npy, a ragged u8 store to a folder of files.
+    Export(export::Args),
+    /// Describe a store.
+    Info(info::Args),
+    /// Read and decode every record; exit 0 if clean, 1 if corrupt.
+    Verify(verify::Args),
+    /// Reclaim the space of deleted records, in place.
+    Compact(compact::Args),
+    /// Train a zstd dictionary on a store's records.
+    TrainDict(train_dict::Args),
+    /// Copy a store into a new one with another codec, in index order.
+    Recode(recode::Args),
+    /// Measure random-batch gather throughput of a store on this machine.
+    Bench(bench::Args),
+}
+
+/// Codec choices on the command line.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum CodecArg {
+    Raw,
+    Zstd,
+    ZstdDict,
+}
+
+/// Dictionary tiers on the command line.
+#[derive(Clone, Copy, Debug, Default, ValueEnum)]
+enum TierArg {
+    Fast,
+    #[default]
+    Balanced,
+    Max,
+}
+
+impl From<TierArg> for zrecord::DictTier {
+    fn from(t: TierArg) -> Self {
+        match t {
+            TierArg::Fast => zrecord::DictTier::Fast,
+            TierArg::Balanced => zrecord::DictTier::Balanced,
+            TierArg::Max => zrecord::DictTier::Max,
+        }
+    }
+}
+
+/// The codec `arg` names; `zstd-dict` needs its dictionary.
+fn codec(arg: CodecArg, dict: Option<zrecord::Dictionary>) -> anyhow::Result<zrecord::Codec> {
+    Ok(match (arg, dict) {
+        (CodecArg::Raw, _) => zrecord::Codec::Raw,
+        (CodecArg::Zstd, _) => zrecord::Codec::Zstd,
+        (CodecArg::ZstdDict, Some(dict)) => zrecord::Codec::ZstdDict(dict),
+        (CodecArg::ZstdDict, None) => anyhow::bail!("--codec zstd-dict needs a dictionary"),
+    })
+}
+
+/// Where a new store goes and how it is encoded: shared by every import.
+#[derive(clap::Args)]
+struct Target {
+    /// The store to create.
+    store: PathBuf,
+    /// The codec of the new store.
+    #[arg(long, value_enum, default_value = "zstd")]
+    codec: CodecArg,
+    /// The dictionary tier for `--codec zstd-dict` (trained on the imported data).
+    #[arg(long, value_enum, default_value = "balanced")]
+    tier: TierArg,
+    /// Replace an existing store at the target.
+    #[arg(long)]
+    force: bool,
+}
+
+/// A failure and the exit code it maps to.
+struct Failure {
+    code: u8,
+    error: anyhow::Error,
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(error: anyhow::Error) -> Self {
+        Failure {
+            code: EXIT_ERROR,
+            error,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let quiet = cli.quiet;
+    let result: Result<(), Failure> = match cli.command {
+        Command::Import(args) => import::run(args, quiet).map_err(Failure::from),
+        Command::Export(args) => export::run(args, quiet).map_err(Failure::from),
+        Command::Info(args) => info::run(args).map_err(Failure::from),
+        Command::Verify(args) => verify::run(args, quiet),
+        Command::Compact(args) => compact::run(args, quiet).map_err(Failure::from),
+        Command::TrainDict(args) => train_dict::run(args).map_err(Failure::from),
+        Command::Recode(args) => recode::run(args, quiet).map_err(Failure::from),
+        Command::Bench(args) => bench::run(args, quiet).map_err(Failure::from),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure { code, error }) => {
+            // One line: the context chain, outermost first.
+            let chain: Vec<String> = error.chain().map(ToString::to_string).collect();
+            eprintln!("zrecord: {}", chain.join(": "));
+            ExitCode::from(code)
+        }
+    }
+}

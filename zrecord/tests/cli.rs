@@ -1,0 +1,530 @@
+//! The `zrecord` command end to end: imports round-trip bit-exactly through
+//! export, verify finds damage, and bad input is a one-line error with exit
+//! code 2 that leaves nothing behind.
+#![cfg(feature = "cli")]
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn zrecord(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zrecord"));
+    for a in args {
+        cmd.arg(a);
+    }
+    cmd.output().expect("run zrecord")
+}
+
+fn ok(args: &[&dyn AsRef<std::ffi::OsStr>]) -> String {
+    let out = zrecord(args);
+    assert!(
+        out.status.success(),
+        "zrecord failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs a failing command: checks its exit code, that stderr is one line
+/// naming `mention`, and returns that line.
+fn fails(code: i32, mention: &str, args: &[&dyn AsRef<std::ffi::OsStr>]) -> String {
+    let out = zrecord(args);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(code), "stderr: {stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.contains(mention), "{stderr:?} names {mention:?}");
+    stderr
+}
+
+/// The names in `dir`: to check that a failed command left nothing behind.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// An .npy file as NumPy writes it (version 1.0, C order, 64-byte aligned header).
+fn npy(descr: &str, shape: &[usize], data: &[u8]) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(ToString::to_string).collect();
+    let shape = if dims.len() == 1 {
+        format!("({},)", dims[0])
+    } else {
+        format!("({})", dims.join(", "))
+    };
+    let mut text = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    let unpadded = 10 + text.len() + 1;
+    text.push_str(&" ".repeat(unpadded.next_multiple_of(64) - unpadded));
+    text.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(text.len() as u16).to_le_bytes());
+    out.extend_from_slice(text.as_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
+fn bytes(n: usize, seed: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed) % 5)
+        .collect()
+}
+
+#[test]
+fn npy_round_trips_bit_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases: [(&str, &[usize], usize); 6] = [
+        ("<f4", &[10, 3, 4], 4),
+        ("|u1", &[7, 28, 28], 1),
+        ("<i8", &[25], 8),
+        ("|b1", &[6, 2], 1),
+        ("<f2", &[3, 2, 2, 2], 2),
+        ("<u2", &[4, 1], 2),
+    ];
+    for (k, (descr, shape, size)) in cases.iter().enumerate() {
+        let mut data = bytes(shape.iter().product::<usize>() * size, k as u8);
+        if *descr == "|b1" {
+            data.iter_mut().for_each(|b| *b &= 1);
+        }
+        let input = d.join(format!("in{k}.npy"));
+        fs::write(&input, npy(descr, shape, &data)).unwrap();
+        // A dictionary needs at least 8 records to train on.
+        let codecs: &[&str] = if shape[0] >= 8 {
+            &["raw", "zstd", "zstd-dict"]
+        } else {
+            &["raw", "zstd"]
+        };
+        for codec in codecs {
+            let store = d.join(format!("s{k}-{codec}"));
+            let out = d.join(format!("out{k}-{codec}.npy"));
+            ok(&[
+                &"import", &"npy", &input, &store, &"--codec", &codec, &"--tier", &"fast",
+            ]);
+            let info: serde_json::Value =
+                serde_json::from_str(&ok(&[&"info", &store, &"--json"])).unwrap();
+            assert_eq!(info["records"], shape[0]);
+            assert_eq!(
+                info["item_shape"].as_array().unwrap().len(),
+                shape.len() - 1
+            );
+            assert!(ok(&[&"verify", &store]).starts_with("ok:"));
+            ok(&[&"export", &store, &out]);
+            assert_eq!(
+                fs::read(&out).unwrap(),
+                fs::read(&input).unwrap(),
+                "{descr} {shape:?} via {codec}"
+            );
+        }
+    }
+    // Big-endian input is swapped on the way in.
+    let be: Vec<u8> = [1i32, -2, 300]
+        .iter()
+        .flat_map(|v| v.to_be_bytes())
+        .collect();
+    fs::write(d.join("be.npy"), npy(">i4", &[3], &be)).unwrap();
+    ok(&[&"import", &"npy", &d.join("be.npy"), &d.join("be")]);
+    ok(&[&"export", &d.join("be"), &d.join("le.npy")]);
+    let le: Vec<u8> = [1i32, -2, 300]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    assert_eq!(fs::read(d.join("le.npy")).unwrap(), npy("<i4", &[3], &le));
+}
+
+fn idx(kind: u8, dims: &[u32], data: &[u8]) -> Vec<u8> {
+    let mut out = vec![0, 0, kind, dims.len() as u8];
+    for d in dims {
+        out.extend_from_slice(&d.to_be_bytes());
+    }
+    out.extend_from_slice(data);
+    out
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(data).unwrap();
+    gz.finish().unwrap()
+}
+
+#[test]
+fn idx_imports_plain_and_gzipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let images = bytes(5 * 4 * 3, 9);
+    fs::write(d.join("images.idx3-ubyte"), idx(0x08, &[5, 4, 3], &images)).unwrap();
+    fs::write(d.join("images.gz"), gzip(&idx(0x08, &[5, 4, 3], &images))).unwrap();
+    let floats: Vec<u8> = [1.5f32, -2.0]
+        .iter()
+        .flat_map(|v| v.to_be_bytes())
+        .collect();
+    fs::write(d.join("floats.gz"), gzip(&idx(0x0D, &[2], &floats))).unwrap();
+    for name in ["images.idx3-ubyte", "images.gz"] {
+        let store = d.join(format!("{name}.store"));
+        ok(&[&"import", &"idx", &d.join(name), &store]);
+        ok(&[&"export", &store, &d.join(format!("{name}.npy"))]);
+        assert_eq!(
+            fs::read(d.join(format!("{name}.npy"))).unwrap(),
+            npy("|u1", &[5, 4, 3], &images)
+        );
+    }
+    ok(&[&"import", &"idx", &d.join("floats.gz"), &d.join("floats")]);
+    ok(&[&"export", &d.join("floats"), &d.join("floats.npy")]);
+    let le: Vec<u8> = [1.5f32, -2.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    assert_eq!(
+        fs::read(d.join("floats.npy")).unwrap(),
+        npy("<f4", &[2], &le)
+    );
+}
+
+#[test]
+fn mnist_imports_when_the_shared_data_is_there() {
+    let mnist = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/mnist");
+    if !mnist.join("t10k-labels-idx1-ubyte.gz").exists() {
+        eprintln!(
+            "skipped: {} is absent (see the README's Data section)",
+            mnist.display()
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let labels = dir.path().join("labels");
+    ok(&[
+        &"import",
+        &"idx",
+        &mnist.join("t10k-labels-idx1-ubyte.gz"),
+        &labels,
+    ]);
+    ok(&[
+        &"import",
+        &"idx",
+        &mnist.join("t10k-images-idx3-ubyte.gz"),
+        &dir.path().join("images"),
+    ]);
+    let info: serde_json::Value =
+        serde_json::from_str(&ok(&[&"info", &dir.path().join("images"), &"--json"])).unwrap();
+    assert_eq!(
+        (info["records"].as_u64(), info["logical_bytes"].as_u64()),
+        (Some(10_000), Some(7_840_000))
+    );
+    ok(&[&"export", &labels, &dir.path().join("labels.npy")]);
+    let npy = fs::read(dir.path().join("labels.npy")).unwrap();
+    assert_eq!(
+        &npy[npy.len() - 10_000..][..5],
+        &[7, 2, 1, 0, 4],
+        "the first test labels"
+    );
+}
+
+#[test]
+fn safetensors_imports_one_tensor() {
+    use safetensors::tensor::{Dtype, TensorView};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let weights: Vec<u8> = (0..24)
+        .flat_map(|i| (i as f32 * 0.25).to_le_bytes())
+        .collect();
+    let ids: Vec<u8> = (0..6i64).flat_map(|i| (i * 1000).to_le_bytes()).collect();
+    let tensors = [
+        (
+            "weights",
+            TensorView::new(Dtype::F32, vec![6, 2, 2], &weights).unwrap(),
+        ),
+        ("ids", TensorView::new(Dtype::I64, vec![6], &ids).unwrap()),
+    ];
+    safetensors::serialize_to_file(tensors, None, &d.join("model.safetensors")).unwrap();
+    ok(&[
+        &"import",
+        &"safetensors",
+        &d.join("model.safetensors"),
+        &"weights",
+        &d.join("w"),
+    ]);
+    ok(&[&"export", &d.join("w"), &d.join("w.npy")]);
+    assert_eq!(
+        fs::read(d.join("w.npy")).unwrap(),
+        npy("<f4", &[6, 2, 2], &weights)
+    );
+    ok(&[
+        &"import",
+        &"safetensors",
+        &d.join("model.safetensors"),
+        &"ids",
+        &d.join("ids"),
+    ]);
+    ok(&[&"export", &d.join("ids"), &d.join("ids.npy")]);
+    assert_eq!(fs::read(d.join("ids.npy")).unwrap(), npy("<i8", &[6], &ids));
+    let before = listing(d);
+    fails(
+        2,
+        "no tensor \"bias\"",
+        &[
+            &"import",
+            &"safetensors",
+            &d.join("model.safetensors"),
+            &"bias",
+            &d.join("b"),
+        ],
+    );
+    assert_eq!(listing(d), before);
+}
+
+#[test]
+fn files_and_lines_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let src = d.join("src");
+    fs::create_dir_all(src.join("a/b")).unwrap();
+    let files = [
+        ("a/b/x.jpg", bytes(300, 1)),
+        ("a/y.jpg", bytes(20, 2)),
+        ("z.jpg", bytes(7, 3)),
+        ("notes.txt", b"hi".to_vec()),
+    ];
+    for (name, content) in &files {
+        fs::write(src.join(name), content).unwrap();
+    }
+    ok(&[
+        &"import",
+        &"files",
+        &src,
+        &d.join("jpgs"),
+        &"--glob",
+        &"*.jpg",
+    ]);
+    assert_eq!(
+        fs::read_to_string(d.join("jpgs/paths.txt")).unwrap(),
+        "a/b/x.jpg\na/y.jpg\nz.jpg\n"
+    );
+    ok(&[&"export", &d.join("jpgs"), &d.join("back")]);
+    for (name, content) in &files[..3] {
+        assert_eq!(
+            &fs::read(d.join("back").join(name)).unwrap(),
+            content,
+            "{name}"
+        );
+    }
+    assert!(!d.join("back/notes.txt").exists());
+
+    fs::write(d.join("text.txt"), "first line\nsecond\r\nthird").unwrap();
+    ok(&[
+        &"import",
+        &"lines",
+        &d.join("text.txt"),
+        &d.join("lines"),
+        &"--codec",
+        &"raw",
+    ]);
+    ok(&[&"export", &d.join("lines"), &d.join("lines-out")]);
+    let got: Vec<String> = listing(&d.join("lines-out"))
+        .iter()
+        .map(|n| fs::read_to_string(d.join("lines-out").join(n)).unwrap())
+        .collect();
+    assert_eq!(got, ["first line", "second", "third"]);
+
+    fs::write(d.join("gaps.txt"), "a\n\nb\n").unwrap();
+    let before = listing(d);
+    fails(
+        2,
+        "line 2 is empty",
+        &[&"import", &"lines", &d.join("gaps.txt"), &d.join("gaps")],
+    );
+    assert_eq!(listing(d), before, "nothing left behind");
+    ok(&[
+        &"import",
+        &"lines",
+        &d.join("gaps.txt"),
+        &d.join("gaps"),
+        &"--skip-empty",
+    ]);
+}
+
+#[test]
+fn verify_finds_a_flipped_byte_and_a_truncated_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(d.join("in.npy"), npy("|u1", &[50, 64], &bytes(50 * 64, 4))).unwrap();
+    for name in ["flip", "short"] {
+        ok(&[&"import", &"npy", &d.join("in.npy"), &d.join(name)]);
+    }
+    let chunk = d.join("flip/0.chunk");
+    let mut b = fs::read(&chunk).unwrap();
+    let middle = b.len() / 2;
+    b[middle] ^= 0x55;
+    fs::write(&chunk, b).unwrap();
+    let out = fails(1, "corrupt", &[&"verify", &d.join("flip")]);
+    assert!(out.contains("record"), "{out}");
+    let loc = d.join("short/0.loc");
+    let b = fs::read(&loc).unwrap();
+    fs::write(&loc, &b[..b.len() - 16]).unwrap();
+    fails(1, "0.loc", &[&"verify", &d.join("short")]);
+}
+
+#[test]
+fn maintenance_commands_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::write(
+        d.join("in.npy"),
+        npy("<u2", &[400, 32], &bytes(400 * 64, 5)),
+    )
+    .unwrap();
+    ok(&[&"import", &"npy", &d.join("in.npy"), &d.join("s")]);
+    {
+        let mut store = zrecord::DenseStore::<u16>::open(d.join("s")).unwrap();
+        store
+            .delete(&(0..400).step_by(2).collect::<Vec<u64>>())
+            .unwrap();
+    }
+    let out = ok(&[&"compact", &d.join("s")]);
+    assert!(out.contains("200 records"), "{out}");
+    let info: serde_json::Value =
+        serde_json::from_str(&ok(&[&"info", &d.join("s"), &"--json"])).unwrap();
+    assert_eq!(info["reclaimable_bytes"], 0);
+    ok(&[
+        &"train-dict",
+        &d.join("s"),
+        &d.join("s.dict"),
+        &"--tier",
+        &"fast",
+    ]);
+    ok(&[
+        &"recode",
+        &d.join("s"),
+        &d.join("dict"),
+        &"--codec",
+        &"zstd-dict",
+        &"--dict",
+        &d.join("s.dict"),
+    ]);
+    ok(&[
+        &"recode",
+        &d.join("dict"),
+        &d.join("raw"),
+        &"--codec",
+        &"raw",
+    ]);
+    ok(&[&"export", &d.join("s"), &d.join("a.npy")]);
+    ok(&[&"export", &d.join("raw"), &d.join("b.npy")]);
+    assert_eq!(
+        fs::read(d.join("a.npy")).unwrap(),
+        fs::read(d.join("b.npy")).unwrap()
+    );
+    assert!(
+        ok(&[
+            &"bench",
+            &d.join("raw"),
+            &"--batch",
+            &"16",
+            &"--batches",
+            &"20"
+        ])
+        .contains("MiB/s")
+    );
+    // An existing target needs --force.
+    fails(
+        2,
+        "already exists",
+        &[&"recode", &d.join("s"), &d.join("raw"), &"--codec", &"zstd"],
+    );
+    ok(&[
+        &"recode",
+        &d.join("s"),
+        &d.join("raw"),
+        &"--codec",
+        &"zstd",
+        &"--force",
+    ]);
+    let info: serde_json::Value =
+        serde_json::from_str(&ok(&[&"info", &d.join("raw"), &"--json"])).unwrap();
+    assert_eq!(info["codec"], "zstd");
+}
+
+#[test]
+fn bad_input_is_one_line_with_exit_code_2_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let full = npy("<f4", &[4, 2], &bytes(32, 6));
+    let mut fortran = npy("<f4", &[2, 2], &[0; 16]);
+    let at = fortran.windows(5).position(|w| w == b"False").unwrap();
+    fortran[at..at + 5].copy_from_slice(b"True ");
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "truncated.npy",
+            full[..full.len() - 5].to_vec(),
+            "truncated",
+        ),
+        ("magic.npy", b"NOTNUMPY0000".to_vec(), "not an .npy file"),
+        (
+            "complex.npy",
+            npy("<c8", &[2], &[0; 16]),
+            "unsupported dtype",
+        ),
+        ("fortran.npy", fortran, "Fortran"),
+        ("scalar.npy", npy("<f4", &[], &[0; 4]), "no records"),
+    ];
+    for (name, content, mention) in cases {
+        fs::write(d.join(name), content).unwrap();
+        let before = listing(d);
+        let line = fails(
+            2,
+            mention,
+            &[&"import", &"npy", &d.join(name), &d.join("out")],
+        );
+        assert!(line.contains(name), "names the file: {line}");
+        assert_eq!(listing(d), before, "{name}: nothing left behind");
+    }
+    let idx_full = idx(0x08, &[3, 2, 2], &[1; 12]);
+    fs::write(d.join("short.idx"), &idx_full[..idx_full.len() - 3]).unwrap();
+    fs::write(
+        d.join("short.idx.gz"),
+        gzip(&idx_full[..idx_full.len() - 3]),
+    )
+    .unwrap();
+    fs::write(d.join("kind.idx"), idx(0x42, &[1], &[0])).unwrap();
+    for (name, mention) in [
+        ("short.idx", "truncated"),
+        ("short.idx.gz", "truncated"),
+        ("kind.idx", "element type"),
+    ] {
+        let before = listing(d);
+        fails(
+            2,
+            mention,
+            &[&"import", &"idx", &d.join(name), &d.join("out")],
+        );
+        assert_eq!(listing(d), before, "{name}: nothing left behind");
+    }
+    fs::write(
+        d.join("bad.safetensors"),
+        b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}",
+    )
+    .unwrap();
+    fails(
+        2,
+        "not a valid safetensors file",
+        &[
+            &"import",
+            &"safetensors",
+            &d.join("bad.safetensors"),
+            &"t",
+            &d.join("out"),
+        ],
+    );
+    fails(
+        2,
+        "missing.npy",
+        &[&"import", &"npy", &d.join("missing.npy"), &d.join("out")],
+    );
+    fs::create_dir(d.join("folder")).unwrap();
+    fs::write(d.join("folder/readme.txt"), "not a store").unwrap();
+    for cmd in ["info", "verify", "compact", "bench"] {
+        fails(2, "not a zrecord store", &[&cmd, &d.join("folder")]);
+    }
+    assert!(!d.join("out").exists());
+}
