@@ -298,6 +298,7 @@ impl CodecRuntime {
 
     /// Decodes one stored frame into `dst`, which must be exactly the
     /// record's logical size. Returns a reason on failure.
+    #[inline]
     pub(crate) fn decode(&self, frame: &[u8], dst: &mut [u8]) -> std::result::Result<(), String> {
         if self.is_raw() {
             return if frame.len() == dst.len() {

