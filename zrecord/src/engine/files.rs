@@ -105,15 +105,20 @@ impl FileTable {
         Ok(())
     }
 
-    /// Table entry `phys`, which must be below the committed length.
+    /// The bytes of table entry `phys`, which must be below the committed length.
     #[inline]
-    pub(crate) fn loc(&self, phys: u64) -> Option<RecordLoc> {
+    pub(crate) fn loc_bytes(&self, phys: u64) -> Option<&[u8; LOC_ENTRY_LEN]> {
         let segment = self
             .segments
             .get((phys >> self.geometry.loc_segment_bits) as usize)?;
         let at = (phys & (self.geometry.segment_entries() - 1)) as usize * LOC_ENTRY_LEN;
-        let bytes = segment.map.get(at..at + LOC_ENTRY_LEN)?;
-        Some(RecordLoc::decode(bytes.try_into().ok()?))
+        segment.map.get(at..at + LOC_ENTRY_LEN)?.try_into().ok()
+    }
+
+    /// Table entry `phys`, which must be below the committed length.
+    #[inline]
+    pub(crate) fn loc(&self, phys: u64) -> Option<RecordLoc> {
+        self.loc_bytes(phys).map(RecordLoc::decode)
     }
 
     /// The stored bytes of a record, or why its location is impossible.

@@ -7,6 +7,7 @@ mod append;
 mod files;
 mod gather;
 mod maintenance;
+mod prefetch;
 mod verify;
 
 use std::fs::{self, File, OpenOptions, TryLockError};
