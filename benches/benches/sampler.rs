@@ -8,14 +8,15 @@
 //!   materialised Fisher–Yates shuffle per epoch (`SliceRandom::shuffle`) copied
 //!   out batch by batch.
 //!
-//! Throughput is in indices. After a full run the medians are printed as a
-//! table with the ratio to each group's baseline (skipped under `--test`).
+//! Throughput is in indices. After a run the medians of the benchmarks that ran
+//! are printed as a table with the ratio to each group's baseline (whose
+//! benchmark must have run too; skipped under `--test`).
 //!
 //! `cargo bench -p zrecord-benches --bench sampler`
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use criterion::{BenchmarkGroup, Criterion, Throughput, measurement::WallTime};
 use rand::distr::{Distribution, Uniform};
@@ -148,17 +149,21 @@ fn criterion_dir() -> PathBuf {
         .join("criterion")
 }
 
-/// The median point estimate (ns per iteration) from criterion's `estimates.json`.
-fn median_ns(dir: &Path, group: &str, bench: &str) -> Option<f64> {
-    let text =
-        std::fs::read_to_string(dir.join(group).join(bench).join("new/estimates.json")).ok()?;
+/// The median point estimate (ns per iteration) from criterion's `estimates.json`,
+/// if that benchmark ran in this process (written after `since`).
+fn median_ns(dir: &Path, group: &str, bench: &str, since: SystemTime) -> Option<f64> {
+    let path = dir.join(group).join(bench).join("new/estimates.json");
+    if std::fs::metadata(&path).ok()?.modified().ok()? < since {
+        return None;
+    }
+    let text = std::fs::read_to_string(path).ok()?;
     let median = &text[text.find("\"median\":{")?..];
     let value = &median[median.find("\"point_estimate\":")? + "\"point_estimate\":".len()..];
     let end = value.find([',', '}'])?;
     value[..end].trim().parse().ok()
 }
 
-fn print_table(dir: &Path) {
+fn print_table(dir: &Path, since: SystemTime) {
     let groups: [(&str, u64, &[&str]); 2] = [
         (
             IID_GROUP,
@@ -175,18 +180,20 @@ fn print_table(dir: &Path) {
     println!("| group | benchmark | median / iteration | indices/s | vs baseline |");
     println!("|---|---|---:|---:|---:|");
     for (group, elements, benches) in groups {
-        let Some(baseline) = median_ns(dir, group, benches[0]) else {
+        let Some(baseline) = median_ns(dir, group, benches[0], since) else {
             continue;
         };
         for bench in benches {
-            let Some(ns) = median_ns(dir, group, bench) else {
+            let Some(ns) = median_ns(dir, group, bench, since) else {
                 continue;
             };
             let rate = elements as f64 / (ns * 1e-9);
             let time = if ns >= 1e6 {
                 format!("{:.3} ms", ns / 1e6)
+            } else if ns >= 1e3 {
+                format!("{:.3} µs", ns / 1e3)
             } else {
-                format!("{:.1} µs", ns / 1e3)
+                format!("{ns:.1} ns")
             };
             println!(
                 "| {group} | {bench} | {time} | {:.3} G | {:.2}× |",
@@ -198,6 +205,7 @@ fn print_table(dir: &Path) {
 }
 
 fn main() {
+    let since = SystemTime::now();
     let dir = criterion_dir();
     let mut criterion = Criterion::default()
         .output_directory(&dir)
@@ -208,6 +216,6 @@ fn main() {
 
     let quick = std::env::args().any(|a| a == "--test" || a == "--list" || a == "--profile-time");
     if !quick {
-        print_table(&dir);
+        print_table(&dir, since);
     }
 }

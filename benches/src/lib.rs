@@ -9,12 +9,14 @@
 //! - [`plans`]: the random batches `plan(seed, nb, B, N)`;
 //! - [`checksum`]: SHA-256 of the arrays;
 //! - [`systems`]: in-memory, memory-mapped, zstd-frames-from-memory and
-//!   zrecord gathers, built side by side from the same records.
+//!   zrecord gathers, built side by side from the same records;
+//! - [`targets`]: issue 2's store targets (zrecord against its reference).
 
 pub mod checksum;
 pub mod plans;
 pub mod splitmix;
 pub mod systems;
+pub mod targets;
 pub mod workloads;
 
 pub use checksum::{ChecksumMismatch, Verified};

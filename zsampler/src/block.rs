@@ -5,8 +5,8 @@
 //! `block_size` contiguous indices; the last one is short when `block_size`
 //! does not divide `len`. Per cycle `c`:
 //!
-//! 1. **Order the blocks.** A keyed bijection `P` of `0..blocks` (a cycle-walked
-//!    Feistel network) puts block `P(s)` in slot `s`.
+//! 1. **Order the blocks.** A keyed bijection `P` of `0..blocks` (a
+//!    [`Permutation`]) puts block `P(s)` in slot `s`.
 //! 2. **Group slots into windows** of `window_blocks` consecutive slots (the last
 //!    window may hold fewer). A window's positions are the indices of its blocks;
 //!    windows follow each other in the cycle's order.
@@ -26,8 +26,7 @@
 //! `mix64(cycle_key ⊕ WINDOW)`.
 
 use crate::divide::Divider;
-use crate::feistel::Feistel;
-use crate::kernels;
+use crate::permutation::Permutation;
 use crate::rng::{derive, mix64, tag, word};
 
 /// The constants of one block-mode configuration (everything but the cycle).
@@ -49,7 +48,7 @@ pub(crate) struct BlockPlan {
 /// The per-cycle part: the block order and where the short block landed.
 struct Cycle {
     key: u64,
-    order: Feistel,
+    order: Permutation,
     /// Slot of the short block, or `u64::MAX` when there is none.
     short_slot: u64,
     /// Window of the short block, or `u64::MAX` when there is none.
@@ -77,11 +76,11 @@ impl BlockPlan {
 
     fn cycle(&self, cycle: u64) -> Cycle {
         let key = word(self.base, cycle);
-        let order = Feistel::new(self.blocks, mix64(key ^ tag::BLOCK_ORDER));
+        let order = Permutation::new(self.blocks, mix64(key ^ tag::BLOCK_ORDER));
         let (short_slot, short_window) = if self.deficit == 0 {
             (u64::MAX, u64::MAX)
         } else {
-            let slot = order.walk_back(self.blocks - 1, self.blocks);
+            let slot = order.invert(self.blocks - 1);
             (slot, slot / self.window)
         };
         Cycle {
@@ -130,22 +129,24 @@ impl BlockPlan {
             let w = self.window_of(&cycle, p);
             let (start, window_len, slots) = self.window_extent(&cycle, w);
             let local = p - start;
-            let take = usize::try_from(window_len - local).map_or(rest.len(), |n| n.min(rest.len()));
+            let take =
+                usize::try_from(window_len - local).map_or(rest.len(), |n| n.min(rest.len()));
             let (segment, tail) = rest.split_at_mut(take);
             // Phase 2 first: the shuffled local positions, by the vectorised kernel.
-            let shuffle = Feistel::new(window_len, word(window_key, w));
-            kernels::permute_fill(&shuffle, window_len, local, segment);
+            Permutation::new(window_len, word(window_key, w)).fill(local, segment);
             // Phase 1: local position → (block of the window, offset) → index.
             let first_slot = w * self.window;
             let block_start = |j: u64| -> u64 {
                 let block = if w != cycle.short_window {
-                    cycle.order.walk(first_slot + j, self.blocks)
+                    cycle.order.apply(first_slot + j)
                 } else if j == slots - 1 {
                     // The short block is laid out last in its window.
                     self.blocks - 1
                 } else {
                     let slot = first_slot + j;
-                    cycle.order.walk(slot + u64::from(slot >= cycle.short_slot), self.blocks)
+                    cycle
+                        .order
+                        .apply(slot + u64::from(slot >= cycle.short_slot))
                 };
                 block * self.block_size
             };

@@ -1,50 +1,53 @@
 //! The hot loops, written once as plain Rust and compiled per instruction set.
 //!
 //! Each kernel is an `#[inline(always)]` generic body. On x86-64 the
-//! [`multiversion!`] macro also compiles it inside `#[target_feature]` wrappers
+//! `multiversion!` macro also compiles it inside `#[target_feature]` wrappers
 //! (AVX-512 and AVX2) and picks one at run time with `is_x86_feature_detected!`
 //! (a cached load). The bodies are pure integer code, so every variant computes
 //! bit-identical results — the instruction set changes the speed, never the
 //! stream (the unit tests compare the dispatched kernels with the generic ones).
 //!
 //! This module holds the crate's only `unsafe`: calling a `#[target_feature]`
-//! function, sound because the feature was detected on the running CPU first.
+//! function, sound because the features were detected on the running CPU first.
 
 use crate::feistel::Feistel;
 use crate::rng::{mix64, tag, word};
 
-/// Defines `pub(crate) fn $name` dispatching to `$generic` compiled per ISA.
+/// Defines `pub(crate) fn $name` dispatching to `$generic` compiled per ISA
+/// (the per-ISA variants `$avx512` and `$avx2` are module items so that tests
+/// can call each one).
 macro_rules! multiversion {
-    ($(#[$meta:meta])* fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? = $generic:ident;) => {
+    (
+        $(#[$meta:meta])*
+        fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?
+            = $generic:ident, $avx512:ident, $avx2:ident;
+    ) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,bmi2")]
+        fn $avx512($($arg: $ty),*) $(-> $ret)? {
+            $generic($($arg),*)
+        }
+
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,bmi2")]
+        fn $avx2($($arg: $ty),*) $(-> $ret)? {
+            $generic($($arg),*)
+        }
+
         $(#[$meta])*
         #[inline]
         pub(crate) fn $name($($arg: $ty),*) $(-> $ret)? {
             #[cfg(target_arch = "x86_64")]
             {
-                #[target_feature(enable = "avx512f,avx512dq,avx512vl,avx2,bmi2")]
-                fn avx512($($arg: $ty),*) $(-> $ret)? {
-                    $generic($($arg),*)
+                if has_avx512() {
+                    // SAFETY: `has_avx512` checked that the running CPU has every
+                    // target feature `$avx512` is compiled with.
+                    return unsafe { $avx512($($arg),*) };
                 }
-                #[target_feature(enable = "avx2,bmi2")]
-                fn avx2($($arg: $ty),*) $(-> $ret)? {
-                    $generic($($arg),*)
-                }
-                if std::arch::is_x86_feature_detected!("avx512f")
-                    && std::arch::is_x86_feature_detected!("avx512dq")
-                    && std::arch::is_x86_feature_detected!("avx512vl")
-                    && std::arch::is_x86_feature_detected!("avx2")
-                    && std::arch::is_x86_feature_detected!("bmi2")
-                {
-                    // SAFETY: `avx512` only requires the target features checked
-                    // just above on the CPU we are running on.
-                    return unsafe { avx512($($arg),*) };
-                }
-                if std::arch::is_x86_feature_detected!("avx2")
-                    && std::arch::is_x86_feature_detected!("bmi2")
-                {
-                    // SAFETY: `avx2` only requires the target features checked
-                    // just above on the CPU we are running on.
-                    return unsafe { avx2($($arg),*) };
+                if has_avx2() {
+                    // SAFETY: `has_avx2` checked that the running CPU has every
+                    // target feature `$avx2` is compiled with.
+                    return unsafe { $avx2($($arg),*) };
                 }
             }
             $generic($($arg),*)
@@ -52,25 +55,45 @@ macro_rules! multiversion {
     };
 }
 
+/// Whether the CPU has the features of the AVX-512 variants.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn has_avx512() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+        && has_avx2()
+}
+
+/// Whether the CPU has the features of the AVX2 variants.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn has_avx2() -> bool {
+    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("bmi2")
+}
+
 multiversion! {
     /// iid: `out[i]` = Lemire's unbiased map of word `k0 + i` of the stream `key`
     /// into `0..n`; `threshold` must be `2^64 mod n`.
-    fn iid_fill(key: u64, k0: u64, n: u64, threshold: u64, out: &mut [u64]) = iid_fill_generic;
+    fn iid_fill(key: u64, k0: u64, n: u64, threshold: u64, out: &mut [u64])
+        = iid_fill_generic, iid_fill_avx512, iid_fill_avx2;
 }
 
 multiversion! {
     /// cyclic: `out[i]` = the cycle-walked permutation of position `p0 + i` in `0..n`.
-    fn permute_fill(feistel: &Feistel, n: u64, p0: u64, out: &mut [u64]) = permute_fill_generic;
+    fn permute_fill(feistel: &Feistel, n: u64, p0: u64, out: &mut [u64])
+        = permute_fill_generic, permute_fill_avx512, permute_fill_avx2;
 }
 
 multiversion! {
     /// Subsets: replaces every position in `out` by `subset[position]`.
-    fn gather(subset: &[u64], out: &mut [u64]) = gather_generic;
+    fn gather(subset: &[u64], out: &mut [u64]) = gather_generic, gather_avx512, gather_avx2;
 }
 
 multiversion! {
     /// An order-sensitive 64-bit fingerprint of a subset's contents.
-    fn fingerprint(indices: &[u64]) -> u64 = fingerprint_generic;
+    fn fingerprint(indices: &[u64]) -> u64
+        = fingerprint_generic, fingerprint_avx512, fingerprint_avx2;
 }
 
 /// Lemire's multiply-shift: the high word of `x·n` is the sample, the low word
@@ -144,38 +167,87 @@ const SMALL_BATCH: usize = 16;
 
 #[inline(always)]
 fn permute_fill_generic(feistel: &Feistel, n: u64, p0: u64, out: &mut [u64]) {
+    // One vectorised pass of the bijection over every position, then the few
+    // values that fell outside `0..n` are walked on together, compacted into a
+    // short list (a per-lane `while` would serialise the whole block).
     if out.len() < SMALL_BATCH {
         for (i, slot) in out.iter_mut().enumerate() {
             *slot = feistel.walk(p0 + i as u64, n);
         }
         return;
     }
-    // One vectorised pass of the bijection over every position, then the few
-    // values that fell outside `0..n` are walked on together, compacted into a
-    // short list (a per-lane `while` would serialise the whole block).
     let mut pending = [0u16; WALK_BLOCK];
     let mut base = p0;
-    for block in out.chunks_mut(WALK_BLOCK) {
-        for (i, slot) in block.iter_mut().enumerate() {
-            *slot = feistel.permute(base + i as u64);
-        }
-        let mut count = 0;
-        for (i, &y) in block.iter().enumerate() {
-            pending[count] = i as u16;
-            count += usize::from(y >= n);
-        }
-        while count > 0 {
-            let mut kept = 0;
-            for j in 0..count {
-                let i = pending[j];
-                let value = feistel.permute(block[usize::from(i)]);
-                block[usize::from(i)] = value;
-                pending[kept] = i;
-                kept += usize::from(value >= n);
+    if feistel.is_narrow() {
+        // Positions and values are below 2^32: permute 32-bit lanes (twice as
+        // many per vector), then widen.
+        let mut narrow = [0u32; WALK_BLOCK];
+        for block in out.chunks_mut(WALK_BLOCK) {
+            let values = &mut narrow[..block.len()];
+            let first = base as u32;
+            for (i, value) in values.iter_mut().enumerate() {
+                *value = feistel.permute_narrow(first.wrapping_add(i as u32));
             }
-            count = kept;
+            for (slot, &value) in block.iter_mut().zip(values.iter()) {
+                *slot = u64::from(value);
+            }
+            let count = out_of_range(block, n, &mut pending);
+            walk_pending(block, n, &mut pending, count, |x| {
+                u64::from(feistel.permute_narrow(x as u32))
+            });
+            base += block.len() as u64;
         }
-        base += block.len() as u64;
+    } else {
+        for block in out.chunks_mut(WALK_BLOCK) {
+            for (i, slot) in block.iter_mut().enumerate() {
+                *slot = feistel.permute_wide(base + i as u64);
+            }
+            let count = out_of_range(block, n, &mut pending);
+            walk_pending(block, n, &mut pending, count, |x| feistel.permute_wide(x));
+            base += block.len() as u64;
+        }
+    }
+}
+
+/// Lists in `pending` the indices of `block` whose value is `≥ n`; returns how many.
+#[inline(always)]
+fn out_of_range(block: &[u64], n: u64, pending: &mut [u16; WALK_BLOCK]) -> usize {
+    // A bit mask per 64 values (a vector compare), then one step per set bit:
+    // cheap when, as usual, few values are out of range.
+    let mut count = 0;
+    for (g, group) in block.chunks(64).enumerate() {
+        let mut mask = 0u64;
+        for (i, &value) in group.iter().enumerate() {
+            mask |= u64::from(value >= n) << i;
+        }
+        while mask != 0 {
+            pending[count] = (g * 64) as u16 + mask.trailing_zeros() as u16;
+            count += 1;
+            mask &= mask - 1;
+        }
+    }
+    count
+}
+
+/// Walks the `count` listed values of `block` on until all are below `n`.
+#[inline(always)]
+fn walk_pending(
+    block: &mut [u64],
+    n: u64,
+    pending: &mut [u16; WALK_BLOCK],
+    mut count: usize,
+    permute: impl Fn(u64) -> u64,
+) {
+    while count > 0 {
+        let mut kept = 0;
+        for j in 0..count {
+            let i = pending[j];
+            let value = permute(block[usize::from(i)]);
+            block[usize::from(i)] = value;
+            pending[kept] = i;
+            kept += usize::from(value >= n);
+        }
+        count = kept;
     }
 }
 
@@ -218,16 +290,37 @@ mod tests {
         }
     }
 
+    /// Every compiled variant of the iid kernel, where the CPU runs it.
+    fn iid_variants(key: u64, k0: u64, n: u64, threshold: u64, len: usize) -> Vec<Vec<u64>> {
+        let mut results = Vec::new();
+        let mut out = vec![0; len];
+        iid_fill_generic(key, k0, n, threshold, &mut out);
+        results.push(out.clone());
+        iid_fill(key, k0, n, threshold, &mut out);
+        results.push(out.clone());
+        #[cfg(target_arch = "x86_64")]
+        {
+            if has_avx2() {
+                // SAFETY: the CPU has the variant's target features (checked above).
+                unsafe { iid_fill_avx2(key, k0, n, threshold, &mut out) };
+                results.push(out.clone());
+            }
+            if has_avx512() {
+                // SAFETY: the CPU has the variant's target features (checked above).
+                unsafe { iid_fill_avx512(key, k0, n, threshold, &mut out) };
+                results.push(out.clone());
+            }
+        }
+        results
+    }
+
     fn check_iid(key: u64, k0: u64, n: u64, len: usize) {
         let threshold = n.wrapping_neg() % n;
         let mut expected = vec![0; len];
         iid_reference(key, k0, n, &mut expected);
-        let mut generic = vec![0; len];
-        iid_fill_generic(key, k0, n, threshold, &mut generic);
-        let mut dispatched = vec![0; len];
-        iid_fill(key, k0, n, threshold, &mut dispatched);
-        assert_eq!(generic, expected, "generic, n {n}");
-        assert_eq!(dispatched, expected, "dispatched, n {n}");
+        for (variant, got) in iid_variants(key, k0, n, threshold, len).iter().enumerate() {
+            assert_eq!(*got, expected, "variant {variant}, n {n}");
+        }
         assert!(expected.iter().all(|&x| x < n));
     }
 
@@ -266,15 +359,30 @@ mod tests {
 
     #[test]
     fn permute_fill_matches_walk() {
-        for n in [1u64, 2, 3, 5, 64, 257, 1000, 4097] {
+        for n in [1u64, 2, 3, 5, 64, 257, 1000, 4097, (1 << 32) + 5] {
             let feistel = Feistel::new(n, n ^ 0xabc);
-            let mut generic = vec![0; n as usize];
-            permute_fill_generic(&feistel, n, 0, &mut generic);
-            let mut dispatched = vec![0; n as usize];
-            permute_fill(&feistel, n, 0, &mut dispatched);
-            let expected: Vec<u64> = (0..n).map(|x| feistel.walk(x, n)).collect();
+            let (p0, count) = if n > 5000 { (n - 3000, 3000) } else { (0, n) };
+            let mut generic = vec![0; count as usize];
+            permute_fill_generic(&feistel, n, p0, &mut generic);
+            let mut dispatched = vec![0; count as usize];
+            permute_fill(&feistel, n, p0, &mut dispatched);
+            let expected: Vec<u64> = (p0..p0 + count).map(|x| feistel.walk(x, n)).collect();
             assert_eq!(generic, expected);
             assert_eq!(dispatched, expected);
+            #[cfg(target_arch = "x86_64")]
+            {
+                let mut out = vec![0; count as usize];
+                if has_avx2() {
+                    // SAFETY: the CPU has the variant's target features (checked above).
+                    unsafe { permute_fill_avx2(&feistel, n, p0, &mut out) };
+                    assert_eq!(out, expected, "avx2");
+                }
+                if has_avx512() {
+                    // SAFETY: the CPU has the variant's target features (checked above).
+                    unsafe { permute_fill_avx512(&feistel, n, p0, &mut out) };
+                    assert_eq!(out, expected, "avx512");
+                }
+            }
         }
     }
 
@@ -288,6 +396,12 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(a[1], 13 * 7 + 3);
         assert_eq!(fingerprint(&subset), fingerprint_generic(&subset));
+        #[cfg(target_arch = "x86_64")]
+        if has_avx2() {
+            // SAFETY: the CPU has the variant's target features (checked above).
+            let avx2 = unsafe { fingerprint_avx2(&subset) };
+            assert_eq!(avx2, fingerprint_generic(&subset));
+        }
     }
 
     #[test]

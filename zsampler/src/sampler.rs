@@ -5,8 +5,8 @@ use core::iter::FusedIterator;
 use std::sync::Arc;
 
 use crate::block::BlockPlan;
-use crate::feistel::Feistel;
 use crate::kernels;
+use crate::permutation::Permutation;
 use crate::rng::{derive, tag, word};
 use crate::{CounterRng, Error, Mode, SamplerState};
 
@@ -286,8 +286,7 @@ impl Sampler {
                 steps_per_cycle,
             } => {
                 let (cycle, position) = self.cycle_position(step, steps_per_cycle);
-                let feistel = Feistel::new(self.len, word(base, cycle));
-                kernels::permute_fill(&feistel, self.len, position, out);
+                Permutation::new(self.len, word(base, cycle)).fill(position, out);
             }
             Plan::Block {
                 plan,
@@ -572,7 +571,7 @@ impl SamplerBuilder {
                 world_size: self.world_size,
             });
         }
-        if batch_size % self.world_size != 0 {
+        if !batch_size.is_multiple_of(self.world_size) {
             return Err(Error::IndivisibleBatch {
                 batch_size,
                 world_size: self.world_size,
