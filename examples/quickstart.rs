@@ -1,146 +1,148 @@
-//! The quickstart: build a dense image store and a ragged token store from
-//! generated data, gather random batches, delete, compact and verify.
+//! The quickstart: write the scikit-learn handwritten digits (shipped in
+//! `examples/data/`) into zrecord stores, train a small Burn model on them
+//! with Burn's `Learner` fed by a zrecord data loader, then print the test
+//! accuracy and what the loader did.
 //!
 //! ```text
 //! cargo run --release --example quickstart [-- DIR]
 //! ```
+//!
+//! Offline; about a minute on two cores (most of it compiling Burn the first
+//! time). The stores and Burn's training logs go under `DIR` (default: the
+//! system temp folder).
 
 use std::error::Error;
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
-use zrecord::{Codec, DenseStore, DictTier, RaggedStore};
+use burn::lr_scheduler::cosine::CosineAnnealingLrSchedulerConfig;
+use burn::optim::AdamConfig;
+use burn::tensor::{Device, Int, Tensor};
+use burn::train::metric::{AccuracyMetric, LossMetric};
+use burn::train::{Learner, SupervisedTraining};
+use zrecord::{Codec, DenseStore};
+use zrecord_burn::{Batch, EpochMode, Mode, StoreDataLoader, dense_tensor};
+use zrecord_examples::classifier::{ImageBatch, Mlp, accuracy};
+use zrecord_examples::digits;
+use zrecord_examples::report::EpochReport;
 
-/// SplitMix64: a tiny deterministic generator for the demo data.
-fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
+/// Every fifth digit is held out for testing.
+fn is_test(index: usize) -> bool {
+    index.is_multiple_of(5)
+}
+
+/// Writes one split into an image store (64 `f32` pixels per record) and a
+/// label store (one `i64` per record).
+fn write_split(
+    dir: &Path,
+    digits: &digits::Digits,
+    test: bool,
+) -> Result<(DenseStore<f32>, DenseStore<i64>), zrecord::Error> {
+    let keep = |k: &usize| is_test(*k) == test;
+    let pixels: Vec<f32> = digits
+        .pixels
+        .chunks(64)
+        .enumerate()
+        .filter(|(k, _)| keep(k))
+        .flat_map(|(_, p)| p.iter().copied())
+        .collect();
+    let labels: Vec<i64> = digits
+        .labels
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| keep(k))
+        .map(|(_, &l)| l)
+        .collect();
+    let images = DenseStore::<f32>::create(dir.join("images"), &[64], Codec::Zstd)?;
+    images.append(&pixels)?;
+    let label_store = DenseStore::<i64>::create(dir.join("labels"), &[], Codec::Raw)?;
+    label_store.append(&labels)?;
+    Ok((images, label_store))
+}
+
+/// A loader batch → the model's input. The pixels are `f32` in the store,
+/// as the model wants them, so the gathered buffer becomes the tensor as it is.
+fn to_model_input(mut batch: Batch, device: &Device) -> zrecord_burn::Result<ImageBatch> {
+    let images: Tensor<2> = dense_tensor(&mut batch, "image", device)?;
+    let labels: Tensor<1, Int> = dense_tensor(&mut batch, "label", device)?;
+    Ok(ImageBatch { images, labels })
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
+    let start = Instant::now();
     let root = std::env::args().nth(1).map_or_else(
         || std::env::temp_dir().join("zrecord-quickstart"),
         Into::into,
     );
     let _ = std::fs::remove_dir_all(&root);
-    println!("stores under {}", root.display());
 
-    // 1. 60,000 MNIST-like 28×28 images: a noisy disc on black.
-    let n = 60_000u64;
-    let images: Vec<u8> = (0..n * 784)
-        .map(|i| {
-            let (r, p) = (i / 784, i % 784);
-            let (x, y) = ((p % 28) as i64 - 14, (p / 28) as i64 - 14);
-            let radius = 5 + (r % 7) as i64;
-            if x * x + y * y < radius * radius {
-                128 + (splitmix(i) % 128) as u8
-            } else {
-                0
-            }
-        })
-        .collect();
-    let labels: Vec<i64> = (0..n).map(|r| (r % 7) as i64).collect();
-
-    for codec in [Codec::Raw, Codec::Zstd] {
-        let path = root.join(format!("images-{codec}"));
-        let start = Instant::now();
-        let store = DenseStore::<u8>::create(&path, &[28, 28], codec.clone())?;
-        for batch in images.chunks(4096 * 784) {
-            store.append(batch)?;
-        }
-        store.sync()?;
-        let write = start.elapsed();
-        report(
-            &format!("images ({codec})"),
-            &store.stats()?,
-            write,
-            gather_rate(&store, n)?,
-        );
-    }
-    let labels_store = DenseStore::<i64>::create(root.join("labels"), &[], Codec::Raw)?;
-    labels_store.append(&labels)?;
-
-    // 2. A dictionary trained on the images, for a store of small similar records.
-    let raw = DenseStore::<u8>::open(root.join("images-raw"))?;
-    let dict = raw.train_dict(DictTier::Balanced)?;
-    let dict_store = DenseStore::<u8>::create(
-        root.join("images-zstd_dict"),
-        &[28, 28],
-        Codec::ZstdDict(dict),
-    )?;
-    let start = Instant::now();
-    for batch in images.chunks(4096 * 784) {
-        dict_store.append(batch)?;
-    }
-    report(
-        "images (zstd_dict)",
-        &dict_store.stats()?,
-        start.elapsed(),
-        gather_rate(&dict_store, n)?,
-    );
-
-    // 3. Ragged token sequences of 16..512 tokens.
-    let tokens = RaggedStore::<u32>::create(root.join("tokens"), Codec::Zstd)?;
-    let sequences: Vec<Vec<u32>> = (0..20_000u64)
-        .map(|r| {
-            (0..16 + splitmix(r) % 497)
-                .map(|t| (splitmix(r * 1000 + t) % 50_257) as u32)
-                .collect()
-        })
-        .collect();
-    tokens.append_slices(&sequences)?;
-    let batch = tokens.gather(&[7, 3, 7])?;
+    // 1. The data: 1,797 8×8 digits into four zrecord stores.
+    let digits = digits::read(&digits::shipped_path())?;
+    let (train_images, train_labels) = write_split(&root.join("train"), &digits, false)?;
+    let (test_images, test_labels) = write_split(&root.join("test"), &digits, true)?;
     println!(
-        "tokens: {} sequences; a gathered batch of {} has lengths {:?} in one buffer of {} tokens",
-        tokens.len(),
-        batch.len(),
-        batch.layout().lengths().collect::<Vec<_>>(),
-        batch.values().len()
+        "wrote {} training and {} test digits to zrecord stores under {}",
+        train_images.len(),
+        test_images.len(),
+        root.display()
     );
 
-    // 4. Delete every other image, then reclaim the space in place.
-    let mut store = DenseStore::<u8>::open(root.join("images-zstd"))?;
-    let doomed: Vec<u64> = (0..n).step_by(2).collect();
-    store.delete(&doomed)?;
-    let before = store.stats()?;
-    store.compact()?;
-    let after = store.stats()?;
-    println!(
-        "delete + compact: {} records left; reclaimable {} -> {} bytes",
-        after.records, before.reclaimable_bytes, after.reclaimable_bytes
+    // 2. Data loaders: our sampler (a fresh permutation every epoch), two
+    //    worker threads gathering and converting ahead of the training loop.
+    let device = Device::flex();
+    let train = Arc::new(
+        StoreDataLoader::builder(32)
+            .stream("image", train_images)
+            .stream("label", train_labels)
+            .seed(7)
+            .build(&device.clone().autodiff(), to_model_input)?,
     );
-    let checked = store.verify()?;
-    println!("verify: {} records decoded and checked", checked.records);
-    println!("label of record 12: {}", labels_store.gather(&[12])?[[0]]);
+    let test = Arc::new(
+        StoreDataLoader::builder(40) // 360 test digits: 9 full batches
+            .stream("image", test_images)
+            .stream("label", test_labels)
+            .mode(Mode::Sequential)
+            .epoch_mode(EpochMode::Repeat)
+            .build(&device, to_model_input)?,
+    );
+
+    // 3. Burn's Learner trains from them as from any Burn data loader.
+    let epochs = 20;
+    let steps = epochs * train.steps_per_epoch() as usize;
+    println!(
+        "training a 64-256-10 perceptron for {epochs} epochs of {} steps",
+        train.steps_per_epoch()
+    );
+    let model = Mlp::new(&[64, 256, 10], &device.clone().autodiff());
+    let schedule = CosineAnnealingLrSchedulerConfig::new(3e-3, steps).init()?;
+    let learner = Learner::new(model, AdamConfig::new().init(), schedule);
+    let result = SupervisedTraining::new(root.join("training"), train.clone(), test.clone())
+        .metrics((AccuracyMetric::new(), LossMetric::new()))
+        .num_epochs(epochs)
+        .renderer(Box::new(EpochReport::new()))
+        .with_application_logger(None)
+        .launch(learner);
+    if let Some(error) = result.error {
+        return Err(format!("training stopped: {error}").into());
+    }
+
+    // 4. Test accuracy, and what the loader did.
+    let (accuracy, n) = accuracy(&result.model, test.as_ref())?;
+    let c = train.counters();
+    println!(
+        "loader: {} steps, {:.1} MB gathered, gather {:.0} ms + convert {:.0} ms on the workers, \
+         training loop waited {:.0} ms for data",
+        c.steps_delivered,
+        c.bytes_gathered as f64 / 1e6,
+        c.gather_time.as_secs_f64() * 1e3,
+        c.transform_time.as_secs_f64() * 1e3,
+        c.consumer_wait.as_secs_f64() * 1e3,
+    );
+    println!("done in {:.1} s", start.elapsed().as_secs_f64());
+    println!(
+        "test accuracy: {:.2} % on {n} held-out digits",
+        accuracy * 100.0
+    );
     Ok(())
-}
-
-/// Random batches of 256 per second, and MiB/s of logical bytes.
-fn gather_rate(store: &DenseStore<u8>, n: u64) -> Result<(f64, f64), Box<dyn Error>> {
-    let mut out = vec![0u8; 256 * 784];
-    let start = Instant::now();
-    let batches = 400u64;
-    for b in 0..batches {
-        let indices: Vec<u64> = (0..256).map(|k| splitmix(b * 256 + k) % n).collect();
-        store.gather_into(&indices, &mut out)?;
-    }
-    let secs = start.elapsed().as_secs_f64();
-    Ok((
-        batches as f64 / secs,
-        (batches * 256 * 784) as f64 / secs / (1 << 20) as f64,
-    ))
-}
-
-fn report(name: &str, s: &zrecord::Stats, write: std::time::Duration, (batches, mib): (f64, f64)) {
-    println!(
-        "{name:20} {:>7} records  {:>6.1} MiB -> {:>6.1} MiB on disk ({:.2}x)  write {:>5.0} ms  gather {:>6.0} batches/s ({:.0} MiB/s)",
-        s.records,
-        s.logical_bytes as f64 / (1 << 20) as f64,
-        s.chunk_bytes as f64 / (1 << 20) as f64,
-        s.logical_bytes as f64 / s.chunk_bytes.max(1) as f64,
-        write.as_secs_f64() * 1e3,
-        batches,
-        mib
-    );
 }

@@ -1,5 +1,15 @@
-//! Runnable programs for zrecord (see the `[[example]]` targets), and the
-//! README's code, compiled and run as doc-tests.
+//! Runnable programs for zrecord (see the `[[example]]` targets), the helpers
+//! they share, and the README's code, compiled and run as doc-tests.
+//!
+//! * [`digits`] — the scikit-learn digits set shipped in `examples/data/`.
+//! * [`idx`] — MNIST's IDX files, gzipped or plain.
+//! * [`classifier`] — a small Burn classifier the training examples share.
+//! * [`report`] — a quiet renderer for Burn's `Learner`: one line per epoch.
+
+pub mod classifier;
+pub mod digits;
+pub mod idx;
+pub mod report;
 
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]

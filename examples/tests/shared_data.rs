@@ -1,0 +1,93 @@
+//! The example readers on the real data sets in `../shared/data` (a
+//! checkout next to this repository). Each test skips, saying why, when the
+//! files are absent — a user's clone has no `../shared`.
+
+use std::path::{Path, PathBuf};
+
+use zrecord_examples::idx;
+
+fn shared(sub: &str) -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/data")
+        .join(sub);
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        println!("skipped: {} is absent", dir.display());
+        None
+    }
+}
+
+#[test]
+fn mnist_test_split_reads_with_its_canonical_counts() {
+    let Some(dir) = shared("mnist") else { return };
+    let images = idx::read_u8(&idx::find(&dir, "t10k-images-idx3-ubyte").unwrap()).unwrap();
+    let labels = idx::read_u8(&idx::find(&dir, "t10k-labels-idx1-ubyte").unwrap()).unwrap();
+    assert_eq!(images.dims, vec![10_000, 28, 28]);
+    assert_eq!(labels.dims, vec![10_000]);
+    assert_eq!(labels.data.iter().filter(|&&l| l == 0).count(), 980);
+}
+
+#[test]
+fn fashion_mnist_test_split_has_1000_per_class() {
+    let Some(dir) = shared("fashion-mnist") else {
+        return;
+    };
+    let labels = idx::read_u8(&idx::find(&dir, "t10k-labels-idx1-ubyte").unwrap()).unwrap();
+    for class in 0..10u8 {
+        assert_eq!(labels.data.iter().filter(|&&l| l == class).count(), 1000);
+    }
+}
+
+/// Runs `burn_mnist` (release) on `dir` and returns its `test_accuracy=`.
+fn burn_mnist_accuracy(dir: &Path) -> f64 {
+    let output = std::process::Command::new(env!("CARGO"))
+        .args([
+            "run",
+            "--release",
+            "--quiet",
+            "--example",
+            "burn_mnist",
+            "--",
+        ])
+        .arg(dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let last = stdout.lines().last().unwrap_or_default();
+    last.strip_prefix("test_accuracy=")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no test_accuracy line in {stdout}"))
+}
+
+/// The full MNIST training run (about a minute on two cores once built).
+#[test]
+#[ignore = "trains for about a minute in release mode"]
+fn burn_mnist_reaches_97_percent_on_mnist() {
+    let Some(dir) = shared("mnist") else { return };
+    let accuracy = burn_mnist_accuracy(&dir);
+    assert!(accuracy >= 0.97, "test accuracy {accuracy}");
+}
+
+/// The full Fashion-MNIST run; needs the train split from Debian's
+/// `dataset-fashion-mnist` package in `/usr/share/datasets/fashion-mnist`.
+#[test]
+#[ignore = "trains for about a minute in release mode"]
+fn burn_mnist_reaches_85_percent_on_fashion_mnist() {
+    let dir = Path::new("/usr/share/datasets/fashion-mnist");
+    if idx::find(dir, "train-images-idx3-ubyte").is_none() {
+        println!(
+            "skipped: {} has no train split (apt-get install dataset-fashion-mnist)",
+            dir.display()
+        );
+        return;
+    }
+    let accuracy = burn_mnist_accuracy(dir);
+    assert!(accuracy >= 0.85, "test accuracy {accuracy}");
+}

@@ -1,0 +1,123 @@
+//! The crate's one error type.
+
+use zrecord::DType;
+
+/// Everything that can go wrong turning zrecord data into Burn data.
+///
+/// Inside Burn's data traits an error travels as a
+/// [`DatasetError`](burn::data::dataset::DatasetError) wrapping this type;
+/// [`source`](std::error::Error::source) on it, or
+/// [`downcast`](Error::from_dataset_error), gets it back.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A store failed (an I/O error, a corrupt record, an index out of range).
+    #[error(transparent)]
+    Store(#[from] zrecord::Error),
+
+    /// The loader failed: a gather at some step, a panicking converter, a bad
+    /// configuration, or a batch that lacks the stream a converter asked for.
+    #[error(transparent)]
+    Loader(#[from] zrecord_loader::Error),
+
+    /// A dataset or data loader needs at least one stream.
+    #[error("at least one stream is needed")]
+    NoStreams,
+
+    /// Two streams have the same name.
+    #[error("two streams are named {name:?}")]
+    DuplicateStream {
+        /// The repeated name.
+        name: String,
+    },
+
+    /// Streams of different lengths cannot be read at the same indices.
+    #[error("stream {first:?} has {first_len} records but stream {other:?} has {other_len}")]
+    LengthMismatch {
+        /// The first stream.
+        first: String,
+        /// Its length.
+        first_len: u64,
+        /// The stream that differs.
+        other: String,
+        /// Its length.
+        other_len: u64,
+    },
+
+    /// A tensor of rank `expected` was asked for data of another rank.
+    #[error("stream {stream:?}: a rank-{expected} tensor cannot hold data shaped {shape:?}")]
+    Rank {
+        /// The stream.
+        stream: String,
+        /// The tensor rank asked for.
+        expected: usize,
+        /// The shape of the data.
+        shape: Vec<usize>,
+    },
+
+    /// The records of a ragged stream differ in rank, so they cannot be padded
+    /// into one tensor.
+    #[error(
+        "stream {stream:?}: record {record} has rank {found}, record 0 has rank {expected}; padding needs one rank"
+    )]
+    MixedRank {
+        /// The stream.
+        stream: String,
+        /// Position of the offending record in the batch.
+        record: usize,
+        /// The rank of record 0.
+        expected: usize,
+        /// Its rank.
+        found: usize,
+    },
+
+    /// A stream holds a dtype the requested tensor kind cannot take.
+    #[error("stream {stream:?} holds {dtype}, which a {kind} tensor cannot hold")]
+    UnsupportedDType {
+        /// The stream.
+        stream: String,
+        /// Its dtype.
+        dtype: DType,
+        /// The tensor kind asked for ("float", "int", "bool").
+        kind: &'static str,
+    },
+
+    /// Burn refused the data (for example a dtype conversion it does not support).
+    #[error("stream {stream:?}: {reason}")]
+    Tensor {
+        /// The stream.
+        stream: String,
+        /// Burn's message.
+        reason: String,
+    },
+
+    /// An invalid argument that no other variant describes.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// An error from user code (an item or batch converter).
+    #[error(transparent)]
+    User(Box<dyn std::error::Error + Send + Sync + 'static>),
+}
+
+impl Error {
+    /// Wraps any error from user code.
+    pub fn user(error: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Error {
+        Error::User(error.into())
+    }
+
+    /// The zrecord error inside a Burn [`DatasetError`](burn::data::dataset::DatasetError)
+    /// that this crate produced, if it is one.
+    pub fn from_dataset_error(error: &burn::data::dataset::DatasetError) -> Option<&Error> {
+        std::error::Error::source(error).and_then(|e| e.downcast_ref::<Error>())
+    }
+}
+
+impl From<Error> for burn::data::dataset::DatasetError {
+    fn from(error: Error) -> Self {
+        burn::data::dataset::DatasetError::new(error)
+    }
+}
+
+/// Shorthand for `Result<T, zrecord_burn::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
