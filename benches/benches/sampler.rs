@@ -19,10 +19,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use criterion::{BenchmarkGroup, Criterion, Throughput, measurement::WallTime};
+use rand::SeedableRng;
 use rand::distr::{Distribution, Uniform};
 use rand::rngs::SmallRng;
-use rand::seq::SliceRandom;
-use rand::{RngExt, SeedableRng};
+use zrecord_benches::sampler_baselines::{fisher_yates_epoch, iid_random_range, small_rng};
 use zsampler::{Mode, Sampler};
 
 const LEN: u64 = 1_000_000;
@@ -47,12 +47,10 @@ fn bench_iid(c: &mut Criterion) {
     let batch = BATCH as usize;
 
     group.bench_function("smallrng_random_range", |b| {
-        let mut rng = SmallRng::seed_from_u64(SEED);
+        let mut rng = small_rng(SEED);
         let mut buffer = vec![0u64; batch];
         b.iter(|| {
-            for slot in &mut buffer {
-                *slot = rng.random_range(0..LEN);
-            }
+            iid_random_range(&mut rng, LEN, &mut buffer);
             black_box(&buffer);
         });
     });
@@ -93,16 +91,14 @@ fn bench_cyclic(c: &mut Criterion) {
     let batch = BATCH as usize;
 
     group.bench_function("fisher_yates", |b| {
-        let mut rng = SmallRng::seed_from_u64(SEED);
+        let mut rng = small_rng(SEED);
         let mut permutation: Vec<u64> = (0..LEN).collect();
         let mut buffer = vec![0u64; batch];
         b.iter(|| {
             // A fresh permutation per epoch, then the epoch's batches.
-            permutation.shuffle(&mut rng);
-            for chunk in permutation.chunks_exact(batch) {
-                buffer.copy_from_slice(chunk);
-                black_box(&buffer);
-            }
+            fisher_yates_epoch(&mut rng, &mut permutation, &mut buffer, |b| {
+                black_box(b);
+            });
         });
     });
 

@@ -10,10 +10,14 @@
 //! - [`checksum`]: SHA-256 of the arrays;
 //! - [`systems`]: in-memory, memory-mapped, zstd-frames-from-memory and
 //!   zrecord gathers, built side by side from the same records;
-//! - [`targets`]: issue 2's store targets (zrecord against its reference).
+//! - [`targets`]: issue 2's store targets (zrecord against its reference);
+//! - [`sampler_baselines`]: what one would write instead of zsampler;
+//! - [`compare`]: the side-by-side comparison harness (`--bin compare`).
 
 pub mod checksum;
+pub mod compare;
 pub mod plans;
+pub mod sampler_baselines;
 pub mod splitmix;
 pub mod systems;
 pub mod targets;

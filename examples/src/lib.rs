@@ -5,7 +5,10 @@
 //! * [`idx`] — MNIST's IDX files, gzipped or plain.
 //! * [`classifier`] — a small Burn classifier the training examples share.
 //! * [`report`] — a quiet renderer for Burn's `Learner`: one line per epoch.
+//! * [`candle_mnist`] — a candle digit classifier trained from stores and
+//!   served with `zrecord-candle`'s batcher (the `candle_serve` example).
 
+pub mod candle_mnist;
 pub mod classifier;
 pub mod digits;
 pub mod idx;

@@ -185,6 +185,7 @@ impl DynRaggedStore {
     ) -> Result<()> {
         let snap = self.engine.snapshot();
         snap.check_indices(indices)?;
+        snap.prefetch(indices);
         layout.clear();
         let size = self.dtype.size() as u64;
         let mut locs = Vec::with_capacity(indices.len());

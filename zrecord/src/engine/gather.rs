@@ -109,6 +109,29 @@ impl Snapshot<'_> {
             .map_err(|reason| self.corrupt(index, reason))
     }
 
+    /// Starts loading the table entries of `indices`, then the first bytes
+    /// of each of their physical records, so a batch's cache misses overlap
+    /// instead of arriving one record at a time. Indices past the end are skipped.
+    pub(crate) fn prefetch(&self, indices: &[u64]) {
+        let (group, len) = (self.engine.group, self.len());
+        for &index in indices.iter().filter(|&&i| i < len) {
+            if let Some(entry) = self.files.loc_bytes(index * group) {
+                prefetch_line(entry);
+            }
+        }
+        for &index in indices.iter().filter(|&&i| i < len) {
+            for part in 0..group {
+                if let Some(Ok(bytes)) = self
+                    .files
+                    .loc(index * group + part)
+                    .map(|loc| self.files.stored(loc))
+                {
+                    prefetch(bytes);
+                }
+            }
+        }
+    }
+
     fn parallel(&self, bytes: usize, records: usize) -> bool {
         let threshold = if self.engine.codec.is_raw() {
             PARALLEL_COPY_BYTES

@@ -1,0 +1,176 @@
+//! Arrow IPC files: one record batch with one column — `FixedSizeBinary`
+//! for dense records, `List<Int32>` for token sequences — written with
+//! `FileWriter`, read back zero-copy from a memory map (`FileDecoder` over a
+//! `Buffer` that borrows the map), and gathered with arrow's `take` kernel.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::Path;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int32Type;
+use arrow_array::{ArrayRef, FixedSizeBinaryArray, ListArray, RecordBatch, UInt64Array};
+use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
+use arrow_ipc::convert::try_fb_to_schema;
+use arrow_ipc::reader::{FileDecoder, read_footer_length};
+use arrow_ipc::root_as_footer;
+use arrow_ipc::writer::FileWriter;
+use arrow_schema::{ArrowError, DataType, Field};
+
+/// Errors of this module, as boxed errors.
+pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// A `Buffer` over `data` without a copy; `owner` keeps the bytes alive.
+fn borrow_buffer<T: std::panic::RefUnwindSafe + Send + Sync + 'static>(
+    owner: Arc<T>,
+    data: &[u8],
+) -> Buffer {
+    let ptr = NonNull::new(data.as_ptr().cast_mut()).unwrap_or(NonNull::dangling());
+    // SAFETY: `data` lies inside memory that `owner` owns and never moves or
+    // frees while an `Arc` of it lives; the buffer holds that `Arc`. Arrow
+    // buffers are immutable, so nothing writes through the pointer, and no one
+    // else mutates the bytes (the benchmark's source data and read-only maps
+    // are never written after construction).
+    unsafe { Buffer::from_custom_allocation(ptr, data.len(), owner) }
+}
+
+/// A `FixedSizeBinary(width)` array over `data` (records end to end), without a copy.
+pub fn dense_array(data: &Arc<Vec<u8>>, width: usize) -> Result<FixedSizeBinaryArray> {
+    let values = borrow_buffer(Arc::clone(data), data);
+    Ok(FixedSizeBinaryArray::try_new(
+        i32::try_from(width)?,
+        values,
+        None,
+    )?)
+}
+
+/// A `List<Int32>` array of token sequences: `offsets` (from 0, one past
+/// the last record) cut `tokens`.
+pub fn ragged_array(tokens: &[i32], offsets: &[usize]) -> Result<ListArray> {
+    let offsets: Vec<i32> = offsets
+        .iter()
+        .map(|&o| i32::try_from(o))
+        .collect::<std::result::Result<_, _>>()?;
+    let values = arrow_array::Int32Array::from(tokens.to_vec());
+    let field = Arc::new(Field::new("item", DataType::Int32, false));
+    Ok(ListArray::try_new(
+        field,
+        OffsetBuffer::new(ScalarBuffer::from(offsets)),
+        Arc::new(values),
+        None,
+    )?)
+}
+
+/// Writes `column` as the only column (`records`) of one record batch to an
+/// IPC file at `path`, durably.
+///
+/// # Errors
+/// Arrow and I/O errors.
+pub fn write(path: &Path, column: ArrayRef) -> Result<()> {
+    let batch = RecordBatch::try_from_iter([("records", column)])?;
+    let file = BufWriter::with_capacity(1 << 20, File::create(path)?);
+    let mut writer = FileWriter::try_new(file, batch.schema().as_ref())?;
+    writer.write(&batch)?;
+    writer.finish()?;
+    let file = writer
+        .into_inner()?
+        .into_inner()
+        .map_err(|e| e.into_error())?;
+    file.sync_all()?;
+    Ok(())
+}
+
+/// Maps an IPC file and decodes its first record batch's first column
+/// without copying the data.
+///
+/// # Errors
+/// I/O errors and files that are not IPC files with one record batch.
+pub fn open(path: &Path) -> Result<ArrayRef> {
+    let file = File::open(path)?;
+    // SAFETY: the file is private to this benchmark (written in its own
+    // temporary folder) and nothing writes or truncates it while mapped.
+    let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }?);
+    let buffer = borrow_buffer(Arc::clone(&map), &map[..]);
+    if buffer.len() < 10 {
+        return Err("not an Arrow IPC file".into());
+    }
+    let trailer = buffer.len() - 10;
+    let footer_len = read_footer_length(buffer[trailer..].try_into()?)?;
+    let footer = root_as_footer(&buffer[trailer - footer_len..trailer])
+        .map_err(|e| ArrowError::IpcError(e.to_string()))?;
+    let schema = try_fb_to_schema(footer.schema().ok_or("no schema in the footer")?)?;
+    let decoder = FileDecoder::new(Arc::new(schema), footer.version()).with_require_alignment(true);
+    let block = footer
+        .recordBatches()
+        .and_then(|b| b.iter().next())
+        .ok_or("no record batch")?;
+    let len = block.bodyLength() as usize + block.metaDataLength() as usize;
+    let data = buffer.slice_with_length(usize::try_from(block.offset())?, len);
+    let batch = decoder
+        .read_record_batch(block, &data)?
+        .ok_or("an empty record batch")?;
+    Ok(Arc::clone(batch.column(0)))
+}
+
+/// `take` of `indices` from a `FixedSizeBinary` column.
+///
+/// # Panics
+/// On an arrow error (benchmarks gather valid indices only).
+pub fn take_dense(column: &ArrayRef, indices: &[u64]) -> FixedSizeBinaryArray {
+    let taken = arrow_select::take::take(column, &UInt64Array::from(indices.to_vec()), None)
+        .unwrap_or_else(|e| panic!("arrow take: {e}"));
+    taken.as_fixed_size_binary().clone()
+}
+
+/// `take` of `indices` from a `List<Int32>` column.
+///
+/// # Panics
+/// On an arrow error.
+pub fn take_ragged(column: &ArrayRef, indices: &[u64]) -> ListArray {
+    let taken = arrow_select::take::take(column, &UInt64Array::from(indices.to_vec()), None)
+        .unwrap_or_else(|e| panic!("arrow take: {e}"));
+    taken.as_list::<i32>().clone()
+}
+
+/// The token values and offsets of a `List<Int32>` array.
+pub fn list_parts(list: &ListArray) -> (&[i32], &[i32]) {
+    let values = list.values().as_primitive::<Int32Type>().values();
+    (&values[..], list.value_offsets())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Array;
+
+    #[test]
+    fn dense_round_trip_through_a_map() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d.arrow");
+        let data = Arc::new((0..=255u8).cycle().take(100 * 48).collect::<Vec<u8>>());
+        write(&path, Arc::new(dense_array(&data, 48).unwrap())).unwrap();
+        let column = open(&path).unwrap();
+        assert_eq!(column.len(), 100);
+        let taken = take_dense(&column, &[99, 0, 99]);
+        assert_eq!(taken.value(0), &data[99 * 48..100 * 48]);
+        assert_eq!(taken.value(1), &data[..48]);
+        assert_eq!(taken.value_data().len(), 3 * 48);
+    }
+
+    #[test]
+    fn ragged_round_trip_through_a_map() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.arrow");
+        let tokens: Vec<i32> = (0..100).collect();
+        let offsets = [0usize, 10, 11, 50, 100];
+        write(&path, Arc::new(ragged_array(&tokens, &offsets).unwrap())).unwrap();
+        let column = open(&path).unwrap();
+        let taken = take_ragged(&column, &[3, 1]);
+        let (values, offs) = list_parts(&taken);
+        assert_eq!(offs, &[0, 50, 51]);
+        assert_eq!(values[..50], tokens[50..100]);
+        assert_eq!(values[50], 10);
+    }
+}

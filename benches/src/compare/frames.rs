@@ -1,0 +1,344 @@
+//! zstd frames in memory: every record compressed on its own exactly as a
+//! zrecord store compresses it (the limit a compressed gather is held to),
+//! and records compressed in groups (a ratio reference only).
+
+use std::cell::RefCell;
+use std::io;
+use std::ops::Range;
+use std::path::Path;
+
+use rayon::prelude::*;
+use zrecord::{Codec, ZSTD_DICT_LEVEL, ZSTD_LEVEL};
+use zstd::zstd_safe::{self, CCtx, CDict, CParameter, DCtx, DDict};
+
+use super::copy::min_len;
+
+thread_local! {
+    /// One decompression context per thread, reused by every batch.
+    static DCTX: RefCell<DCtx<'static>> = RefCell::new(DCtx::create());
+}
+
+/// Every record of a workload as its own zstd frame, the frames end to end
+/// in one buffer (as a store's chunk holds them), in memory.
+pub struct FrameSet {
+    bytes: Vec<u8>,
+    /// Where frame `i` starts; one entry past the last frame.
+    starts: Vec<usize>,
+    ddict: Option<DDict<'static>>,
+}
+
+/// Lays `frames` end to end.
+fn pack<'a>(frames: impl IntoIterator<Item = &'a [u8]>) -> (Vec<u8>, Vec<usize>) {
+    let mut bytes = Vec::new();
+    let mut starts = vec![0];
+    for frame in frames {
+        bytes.extend_from_slice(frame);
+        starts.push(bytes.len());
+    }
+    (bytes, starts)
+}
+
+fn cctx(level: i32) -> CCtx<'static> {
+    let mut cctx = CCtx::create();
+    for p in [
+        CParameter::ChecksumFlag(true),
+        CParameter::ContentSizeFlag(true),
+        CParameter::CompressionLevel(level),
+    ] {
+        cctx.set_parameter(p).expect("valid zstd parameter");
+    }
+    cctx
+}
+
+fn compress_one(cctx: &mut CCtx<'_>, src: &[u8]) -> Vec<u8> {
+    let mut frame = vec![0u8; zstd_safe::compress_bound(src.len())];
+    let n = cctx
+        .compress2(&mut frame[..], src)
+        .unwrap_or_else(|e| panic!("zstd: {}", zstd_safe::get_error_name(e)));
+    frame.truncate(n);
+    frame
+}
+
+impl FrameSet {
+    /// Compresses records `0..n` (record `i`'s bytes from `record(i)`) on all
+    /// cores as zrecord's `codec` does: zstd level 3, or level 19 against the
+    /// dictionary; content size and checksum in every frame.
+    ///
+    /// # Panics
+    /// For `Codec::Raw` (nothing to compress).
+    pub fn compress<'a>(
+        n: usize,
+        record: impl Fn(usize) -> &'a [u8] + Sync,
+        codec: &Codec,
+    ) -> Self {
+        match codec {
+            Codec::Raw => panic!("raw records have no frames"),
+            Codec::Zstd => {
+                let frames: Vec<Vec<u8>> = (0..n)
+                    .into_par_iter()
+                    .map_init(|| cctx(ZSTD_LEVEL), |c, i| compress_one(c, record(i)))
+                    .collect();
+                let (bytes, starts) = pack(frames.iter().map(Vec::as_slice));
+                FrameSet {
+                    bytes,
+                    starts,
+                    ddict: None,
+                }
+            }
+            Codec::ZstdDict(dict) => {
+                let cdict = CDict::create(dict.as_bytes(), ZSTD_DICT_LEVEL);
+                let frames: Vec<Vec<u8>> = (0..n)
+                    .into_par_iter()
+                    .map_init(
+                        || {
+                            let mut c = cctx(ZSTD_DICT_LEVEL);
+                            c.ref_cdict(&cdict).expect("a valid dictionary");
+                            c
+                        },
+                        |c, i| compress_one(c, record(i)),
+                    )
+                    .collect();
+                let (bytes, starts) = pack(frames.iter().map(Vec::as_slice));
+                FrameSet {
+                    bytes,
+                    starts,
+                    ddict: Some(
+                        DDict::try_create(dict.as_bytes()).expect("zstd loads the dictionary"),
+                    ),
+                }
+            }
+        }
+    }
+
+    /// The frames a zrecord store holds, read from its files (FORMAT.md,
+    /// version 1: `meta.zr`, the `{n}.loc` record table and the `{n}.chunk`
+    /// files): part `part` of each of the store's logical records, a logical
+    /// record being `group` physical ones (1 dense, 2 ragged: payload, shape).
+    /// So the in-memory limit decodes exactly the bytes the store decodes.
+    ///
+    /// # Errors
+    /// I/O errors and files that do not follow the format.
+    pub fn from_store(dir: &Path, codec: &Codec, group: u64, part: u64) -> io::Result<FrameSet> {
+        let bad = |why: String| io::Error::new(io::ErrorKind::InvalidData, why);
+        let meta = std::fs::read(dir.join("meta.zr"))?;
+        if meta.len() != 32 || &meta[..4] != b"ZREC" || meta[4] != 1 {
+            return Err(bad("meta.zr is not a version-1 zrecord header".into()));
+        }
+        let u32_at =
+            |b: &[u8], at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+        let length =
+            u64::from_le_bytes(meta[14..22].try_into().map_err(|_| bad("meta.zr".into()))?);
+        let bits = u32::from(meta[22]);
+        let per_segment = 1u64 << bits;
+        let mut segments: Vec<Vec<u8>> = Vec::new();
+        // Chunks `0..=tail_chunk` exist.
+        let chunks = (0..=u32_at(&meta, 6) as usize)
+            .map(|n| {
+                let file = std::fs::File::open(dir.join(format!("{n}.chunk")))?;
+                // SAFETY: the store is private to this benchmark and idle (no
+                // append or compaction runs) while its chunks are read here.
+                unsafe { memmap2::Mmap::map(&file) }
+            })
+            .collect::<io::Result<Vec<_>>>()?;
+        let mut frames: Vec<&[u8]> = Vec::with_capacity((length / group) as usize);
+        for phys in (part..length).step_by(group as usize) {
+            let seg = (phys / per_segment) as usize;
+            while segments.len() <= seg {
+                segments.push(std::fs::read(dir.join(format!("{}.loc", segments.len())))?);
+            }
+            let at = ((phys % per_segment) * 16) as usize;
+            let entry = segments[seg]
+                .get(at..at + 16)
+                .ok_or_else(|| bad(format!("no table entry for physical record {phys}")))?;
+            let (offset, phys_len, chunk) = (
+                u32_at(entry, 0) as usize,
+                u32_at(entry, 4) as usize,
+                u32_at(entry, 12) as usize,
+            );
+            let frame = chunks
+                .get(chunk)
+                .and_then(|c| c.get(offset..offset + phys_len))
+                .ok_or_else(|| bad(format!("record {phys} lies past its chunk's end")))?;
+            frames.push(frame);
+        }
+        let (bytes, starts) = pack(frames);
+        let ddict = match codec {
+            Codec::ZstdDict(dict) => Some(
+                DDict::try_create(dict.as_bytes())
+                    .ok_or_else(|| bad("zstd cannot load the dictionary".into()))?,
+            ),
+            _ => None,
+        };
+        Ok(FrameSet {
+            bytes,
+            starts,
+            ddict,
+        })
+    }
+
+    /// Total bytes of all frames.
+    pub fn compressed_bytes(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    /// Whether there are no records.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Decodes frame `i` into `dst` (exactly its content size).
+    ///
+    /// # Panics
+    /// When the frame does not decode to `dst.len()` bytes.
+    #[inline]
+    pub fn decode(&self, i: u64, dst: &mut [u8]) {
+        let i = i as usize;
+        let frame = &self.bytes[self.starts[i]..self.starts[i + 1]];
+        let n = DCTX
+            .with_borrow_mut(|dctx| match &self.ddict {
+                Some(ddict) => dctx.decompress_using_ddict(dst, frame, ddict),
+                None => dctx.decompress(dst, frame),
+            })
+            .unwrap_or_else(|e| panic!("zstd: {}", zstd_safe::get_error_name(e)));
+        assert_eq!(n, dst.len(), "frame {i} decodes to {n} bytes");
+    }
+
+    /// Decodes fixed-size records `indices` end to end into `out`, on all cores.
+    pub fn gather_fixed(&self, indices: &[u64], out: &mut [u8]) {
+        let width = out.len() / indices.len().max(1);
+        out.par_chunks_mut(width)
+            .zip(indices.par_iter())
+            .with_min_len(min_len(indices.len()))
+            .for_each(|(dst, &i)| self.decode(i, dst));
+    }
+
+    /// Decodes variable-size records `indices` (record `i` is `len(i)`
+    /// elements of `T`) end to end into `out`, on all cores; `offsets` gets
+    /// where each record starts (in elements, `len + 1` entries from 0).
+    pub fn gather_packed<T: bytemuck::Pod + Send>(
+        &self,
+        indices: &[u64],
+        len: impl Fn(u64) -> usize,
+        out: &mut Vec<T>,
+        offsets: &mut Vec<usize>,
+    ) {
+        offsets.clear();
+        offsets.push(0);
+        let mut total = 0;
+        for &i in indices {
+            total += len(i);
+            offsets.push(total);
+        }
+        out.resize(total, T::zeroed());
+        let mut jobs: Vec<(&mut [T], u64)> = Vec::with_capacity(indices.len());
+        let mut rest = &mut out[..];
+        for (k, &i) in indices.iter().enumerate() {
+            let (dst, tail) = rest.split_at_mut(offsets[k + 1] - offsets[k]);
+            jobs.push((dst, i));
+            rest = tail;
+        }
+        jobs.par_iter_mut()
+            .with_min_len(min_len(indices.len()))
+            .for_each(|(dst, i)| self.decode(*i, bytemuck::cast_slice_mut(dst)));
+    }
+}
+
+/// Compressed size of `data` cut into the byte ranges `groups`, each
+/// compressed as one zstd level-3 frame (in parallel).
+pub fn grouped_bytes(data: &[u8], groups: &[Range<usize>]) -> u64 {
+    groups
+        .par_iter()
+        .map_init(
+            || cctx(ZSTD_LEVEL),
+            |c, g| compress_one(c, &data[g.clone()]).len() as u64,
+        )
+        .sum()
+}
+
+/// The byte ranges of groups of `per_group` consecutive records, record `r`
+/// starting at `starts[r]` (`starts` has one entry past the last record).
+pub fn group_ranges(starts: &[usize], per_group: usize) -> Vec<Range<usize>> {
+    let records = starts.len().saturating_sub(1);
+    (0..records.div_ceil(per_group))
+        .map(|g| starts[g * per_group]..starts[((g + 1) * per_group).min(records)])
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zrecord::{DictTier, train_dict};
+
+    fn records() -> Vec<Vec<u8>> {
+        (0..2000u32)
+            .map(|i| {
+                format!(
+                    "record {i} of class {} -- {}",
+                    i % 7,
+                    "x".repeat((i % 50) as usize)
+                )
+                .into_bytes()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn frames_round_trip_with_and_without_a_dictionary() {
+        let recs = records();
+        let refs: Vec<&[u8]> = recs.iter().map(Vec::as_slice).collect();
+        let dict = train_dict(&refs, DictTier::Fast).unwrap();
+        for codec in [Codec::Zstd, Codec::ZstdDict(dict)] {
+            let set = FrameSet::compress(recs.len(), |i| &recs[i], &codec);
+            assert_eq!(set.len(), recs.len());
+            let indices = [7u64, 1999, 7, 0];
+            let (mut out, mut offsets) = (Vec::new(), Vec::new());
+            set.gather_packed::<u8>(&indices, |i| recs[i as usize].len(), &mut out, &mut offsets);
+            for (k, &i) in indices.iter().enumerate() {
+                assert_eq!(out[offsets[k]..offsets[k + 1]], recs[i as usize][..]);
+            }
+            assert!(set.compressed_bytes() > 0);
+        }
+        let fixed: Vec<u8> = (0..100u32).flat_map(|i| [i as u8; 64]).collect();
+        let set = FrameSet::compress(100, |i| &fixed[i * 64..(i + 1) * 64], &Codec::Zstd);
+        let mut out = vec![0u8; 3 * 64];
+        set.gather_fixed(&[9, 2, 9], &mut out);
+        assert!(out[..64].iter().all(|&b| b == 9) && out[64..128].iter().all(|&b| b == 2));
+    }
+
+    #[test]
+    fn frames_read_from_a_store_match_its_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let recs = records();
+        let refs: Vec<&[u8]> = recs.iter().map(Vec::as_slice).collect();
+        let dict = train_dict(&refs, DictTier::Fast).unwrap();
+        for codec in [Codec::Zstd, Codec::ZstdDict(dict)] {
+            let path = dir.path().join(codec.name());
+            let store = zrecord::RaggedStore::<u8>::create(&path, codec.clone()).unwrap();
+            store.append_slices(&recs).unwrap();
+            let set = FrameSet::from_store(&path, &codec, 2, 0).unwrap();
+            assert_eq!(set.len(), recs.len());
+            let (mut out, mut offsets) = (Vec::new(), Vec::new());
+            set.gather_packed::<u8>(
+                &[1999, 3],
+                |i| recs[i as usize].len(),
+                &mut out,
+                &mut offsets,
+            );
+            assert_eq!(out, [&recs[1999][..], &recs[3][..]].concat());
+        }
+        assert!(FrameSet::from_store(dir.path(), &Codec::Zstd, 1, 0).is_err());
+    }
+
+    #[test]
+    fn groups_cover_every_record() {
+        let starts = [0, 3, 5, 9, 10, 12];
+        assert_eq!(group_ranges(&starts, 2), vec![0..5, 5..10, 10..12]);
+        let data = vec![0u8; 12];
+        assert!(grouped_bytes(&data, &group_ranges(&starts, 2)) > 0);
+    }
+}

@@ -1,0 +1,234 @@
+//! Workload (e), the measuring side: one configuration per child process
+//! (`compare --loader-child JSON`), so peak RSS is this run's alone and not
+//! the generator's hundreds of MiB. The child opens the stores from disk,
+//! runs, and prints one [`ChildResult`] line on stdout.
+
+use std::error::Error;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use zrecord::DenseStore;
+use zrecord_loader::{Loader, Mode};
+use zsampler::Sampler;
+
+use super::rss::{self, Monitor};
+use crate::checksum::sha256_hex;
+
+/// The flag that makes `compare` a loader child.
+pub const CHILD_FLAG: &str = "--loader-child";
+/// The prefix of the result line.
+pub const RESULT_PREFIX: &str = "LOADER-RESULT ";
+/// Batch size of workload (e).
+pub const BATCH: u64 = 256;
+/// Sampler seed of workload (e).
+pub const SEED: u64 = 5;
+
+/// What a child runs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChildConfig {
+    /// The image store (`u8[512][512]`).
+    pub images: PathBuf,
+    /// The label store (`i64`, `label[r] = r`).
+    pub labels: PathBuf,
+    /// `None`: the bare loop on the calling thread; `Some(w)`: the loader with `w` workers.
+    pub workers: Option<usize>,
+    /// The loader's prefetch depth.
+    pub prefetch: usize,
+    /// Steps run before timing.
+    pub warmup: u64,
+    /// Steps timed.
+    pub steps: u64,
+    /// Seconds the consumer sleeps per step (a training step that leaves the CPU free).
+    pub consumer_sleep_s: f64,
+}
+
+/// What a child measured.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ChildResult {
+    /// Timed steps.
+    pub steps: u64,
+    /// Wall seconds of the timed steps.
+    pub wall_s: f64,
+    /// Batches per second over the timed steps.
+    pub batches_per_s: f64,
+    /// Seconds the consumer waited for batches (loader counters), timed steps only.
+    pub wait_s: f64,
+    /// Gather seconds summed over workers (loader) or the loop's own gather time.
+    pub gather_s: f64,
+    /// Resident KiB right after opening the stores.
+    pub rss_open_kib: u64,
+    /// Peak resident KiB of the process (`VmHWM`).
+    pub vm_hwm_kib: u64,
+    /// Sampled peak of anonymous resident KiB.
+    pub peak_anon_kib: u64,
+    /// Sampled peak of file-backed resident KiB (the stores' maps).
+    pub peak_file_kib: u64,
+    /// Stream buffers the loader allocated (not recycled).
+    pub buffers_allocated: u64,
+}
+
+fn check_labels(labels: &[i64], indices: &[u64]) -> Result<(), String> {
+    match labels
+        .iter()
+        .zip(indices)
+        .position(|(&l, &i)| l != i as i64)
+    {
+        None if labels.len() == indices.len() => Ok(()),
+        None => Err(format!(
+            "{} labels for {} indices",
+            labels.len(),
+            indices.len()
+        )),
+        Some(k) => Err(format!(
+            "label {} at position {k} for index {}",
+            labels[k], indices[k]
+        )),
+    }
+}
+
+/// Runs `config` and returns what it measured.
+///
+/// # Errors
+/// zrecord and loader errors, or a batch that is not what the sampler chose.
+pub fn run(config: &ChildConfig) -> Result<ChildResult, Box<dyn Error + Send + Sync>> {
+    let images = DenseStore::<u8>::open(&config.images)?;
+    let labels = DenseStore::<i64>::open(&config.labels)?;
+    let rss_open_kib = rss::status().vm_rss;
+    let monitor = Monitor::start(Duration::from_millis(2));
+    let sleep = Duration::from_secs_f64(config.consumer_sleep_s);
+    let mut result = match config.workers {
+        None => bare_loop(config, &images, &labels, sleep)?,
+        Some(workers) => loader(config, images, labels, workers, sleep)?,
+    };
+    let (anon, file) = monitor.finish();
+    result.rss_open_kib = rss_open_kib;
+    result.vm_hwm_kib = rss::status().vm_hwm;
+    result.peak_anon_kib = anon;
+    result.peak_file_kib = file;
+    Ok(result)
+}
+
+/// Samples and gathers on the calling thread (zrecord's gather uses every
+/// core for a batch this size), as a program without a loader would.
+fn bare_loop(
+    config: &ChildConfig,
+    images: &DenseStore<u8>,
+    labels: &DenseStore<i64>,
+    sleep: Duration,
+) -> Result<ChildResult, Box<dyn Error + Send + Sync>> {
+    let sampler = Sampler::builder(images.len(), BATCH)
+        .seed(SEED)
+        .mode(Mode::Cyclic)
+        .build()?;
+    let mut indices = vec![0u64; BATCH as usize];
+    let mut image_buf = vec![0u8; BATCH as usize * images.record_len()];
+    let mut label_buf = vec![0i64; BATCH as usize];
+    let mut gather = Duration::ZERO;
+    let mut start = Instant::now();
+    for step in 0..config.warmup + config.steps {
+        if step == config.warmup {
+            start = Instant::now();
+            gather = Duration::ZERO;
+        }
+        let t = Instant::now();
+        sampler.fill_batch(step, &mut indices);
+        images.gather_into(&indices, &mut image_buf)?;
+        labels.gather_into(&indices, &mut label_buf)?;
+        gather += t.elapsed();
+        check_labels(&label_buf, &indices)?;
+        std::hint::black_box(&image_buf);
+        if !sleep.is_zero() {
+            std::thread::sleep(sleep);
+        }
+    }
+    let wall_s = start.elapsed().as_secs_f64();
+    Ok(ChildResult {
+        steps: config.steps,
+        wall_s,
+        batches_per_s: config.steps as f64 / wall_s,
+        gather_s: gather.as_secs_f64(),
+        ..ChildResult::default()
+    })
+}
+
+fn loader(
+    config: &ChildConfig,
+    images: DenseStore<u8>,
+    labels: DenseStore<i64>,
+    workers: usize,
+    sleep: Duration,
+) -> Result<ChildResult, Box<dyn Error + Send + Sync>> {
+    // A direct gather of the first batches, to check the loader's against.
+    let sampler = Sampler::builder(images.len(), BATCH)
+        .seed(SEED)
+        .mode(Mode::Cyclic)
+        .build()?;
+    // Kept as digests: holding the batches would count against the loader's RSS.
+    let expected: Vec<(Vec<u64>, String)> = (0..2)
+        .map(|step| {
+            let indices = sampler.batch_at(step);
+            let mut buf = vec![0u8; indices.len() * images.record_len()];
+            images
+                .gather_into(&indices, &mut buf)
+                .map(|()| (indices, sha256_hex(&buf)))
+        })
+        .collect::<Result<_, _>>()?;
+    let mut loader = Loader::builder(BATCH)
+        .stream("image", images)
+        .stream("label", labels)
+        .mode(Mode::Cyclic)
+        .seed(SEED)
+        .workers(workers)
+        .prefetch(config.prefetch)
+        .build()?;
+    let counters = loader.counters();
+    let mut start = Instant::now();
+    let mut before = counters.snapshot();
+    for step in 0..config.warmup + config.steps {
+        if step == config.warmup {
+            start = Instant::now();
+            before = counters.snapshot();
+        }
+        let batch = loader.next_batch()?;
+        let image = batch.dense::<u8>("image")?;
+        let label = batch.dense::<i64>("label")?;
+        let label = label.as_slice().ok_or("labels not contiguous")?;
+        check_labels(label, batch.indices())?;
+        if let Some((indices, digest)) = expected.get(step as usize) {
+            let got = image.as_slice().map(sha256_hex);
+            if batch.indices() != &indices[..] || got.as_ref() != Some(digest) {
+                return Err(
+                    format!("the loader's batch {step} differs from a direct gather").into(),
+                );
+            }
+        }
+        std::hint::black_box(&image);
+        drop(batch);
+        if !sleep.is_zero() {
+            std::thread::sleep(sleep);
+        }
+    }
+    let wall_s = start.elapsed().as_secs_f64();
+    let after = counters.snapshot();
+    Ok(ChildResult {
+        steps: config.steps,
+        wall_s,
+        batches_per_s: config.steps as f64 / wall_s,
+        wait_s: (after.consumer_wait - before.consumer_wait).as_secs_f64(),
+        gather_s: (after.gather_time - before.gather_time).as_secs_f64(),
+        buffers_allocated: after.buffers_allocated,
+        ..ChildResult::default()
+    })
+}
+
+/// The child's entry point: parses the config, runs, prints the result line.
+///
+/// # Errors
+/// A bad config, or any error of [`run`].
+pub fn main(config_json: &str) -> Result<(), Box<dyn Error + Send + Sync>> {
+    let config: ChildConfig = serde_json::from_str(config_json)?;
+    let result = run(&config)?;
+    println!("{RESULT_PREFIX}{}", serde_json::to_string(&result)?);
+    Ok(())
+}

@@ -1,0 +1,318 @@
+//! What the store tables (a), (b) and (c) share: sizes and budgets, the
+//! bookkeeping of every row (role, write time, stored bytes, its limit), and
+//! the table and JSON rows made from the measurements.
+
+use std::time::{Duration, Instant};
+
+use super::measure::{self, Budget, Runner, Sampled};
+use super::report::{MIB, Report, Table, fmt_bytes, fmt_num, fmt_ratio, fmt_seconds};
+use crate::plans::{BATCH, plan};
+
+/// What a row is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// A physical limit (in-memory gather, memcpy, frames decoded from memory).
+    Limit,
+    /// A zrecord store.
+    Zrecord,
+    /// Another store a Rust user could pick.
+    Peer,
+    /// Compression ratio only (nothing is gathered).
+    RatioOnly,
+}
+
+/// Where a system's bytes are, and how many.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stored {
+    /// Not counted (the source itself).
+    Nothing,
+    /// Allocated on disk (`st_blocks × 512`).
+    Disk(u64),
+    /// Held in memory (compressed frames).
+    Memory(u64),
+}
+
+/// One row of a store table.
+#[derive(Clone, Debug)]
+pub struct Meta {
+    /// Name for the table.
+    pub name: String,
+    /// What it is.
+    pub role: Role,
+    /// Seconds to write the whole workload durably, if it writes.
+    pub write_s: Option<f64>,
+    /// Its bytes.
+    pub stored: Stored,
+    /// The row (index) whose gather is this row's limit.
+    pub limit: Option<usize>,
+    /// Whether its batches are compared with the source before timing
+    /// (memcpy is not a gather).
+    pub checked: bool,
+}
+
+impl Meta {
+    /// A limit row.
+    pub fn limit(name: &str, stored: Stored, checked: bool) -> Meta {
+        Meta {
+            name: name.into(),
+            role: Role::Limit,
+            write_s: None,
+            stored,
+            limit: None,
+            checked,
+        }
+    }
+
+    /// A store row: written in `write_s`, `on_disk` bytes, held to `limit`.
+    pub fn store(name: &str, role: Role, write_s: f64, on_disk: u64, limit: usize) -> Meta {
+        Meta {
+            name: name.into(),
+            role,
+            write_s: Some(write_s),
+            stored: Stored::Disk(on_disk),
+            limit: Some(limit),
+            checked: true,
+        }
+    }
+}
+
+/// Records of workload `letter` for a run (full size, or a quick prefix).
+pub fn records(letter: char, full: usize, quick: bool) -> usize {
+    if !quick {
+        return full;
+    }
+    match letter {
+        'a' => 48,
+        'b' => 2_000,
+        _ => 1_000,
+    }
+    .min(full)
+}
+
+/// The index plan of a run: BENCH-DATA.md's `plan(seed, nb, 256, N)`, with
+/// enough batches to visit every record about four times (8 to 256).
+pub fn run_plan(seed: u64, records: usize, quick: bool) -> Vec<Vec<u64>> {
+    let nb = if quick {
+        8
+    } else {
+        (4 * records).div_ceil(BATCH).clamp(8, 256)
+    };
+    plan(seed, nb, BATCH, records as u64)
+}
+
+/// Timing budget of one store table.
+pub fn budget(quick: bool) -> Budget {
+    if quick {
+        Budget {
+            total: Duration::from_millis(200),
+            min_rounds: 3,
+            min_sample: Duration::from_millis(1),
+        }
+    } else {
+        Budget {
+            total: Duration::from_secs(20),
+            min_rounds: 7,
+            min_sample: Duration::from_millis(3),
+        }
+    }
+}
+
+/// Runs `f` and returns its value and the seconds it took.
+pub fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let start = Instant::now();
+    let value = f();
+    (value, start.elapsed().as_secs_f64())
+}
+
+/// Gathers every record once, in order, in batches of [`BATCH`]: brings
+/// every page a system reads into memory and into its maps.
+pub fn warm_up(run: &mut Runner<'_>, records: usize) {
+    let mut first = 0;
+    while first < records {
+        let batch: Vec<u64> = (first..(first + BATCH).min(records))
+            .map(|i| i as u64)
+            .collect();
+        run(&batch);
+        first += BATCH;
+    }
+}
+
+/// Times `runners` (the gathering rows of `metas`, same order) and makes
+/// the table and the JSON rows of workload `letter`. Row 0 must be the
+/// in-memory gather. `logical` is the workload's size in bytes.
+#[allow(clippy::too_many_arguments)]
+pub fn measure_and_report(
+    letter: char,
+    title: &str,
+    metas: &[Meta],
+    mut runners: Vec<Option<Runner<'_>>>,
+    plan: &[Vec<u64>],
+    records: usize,
+    logical: u64,
+    quick: bool,
+    report: &mut Report,
+) -> Table {
+    for (meta, run) in metas.iter().zip(&mut runners) {
+        if let Some(run) = run {
+            let (_, s) = timed(|| warm_up(run, records));
+            eprintln!("  warm-up {}: {s:.2} s", meta.name);
+        }
+    }
+    let mut live: Vec<Runner<'_>> = Vec::new();
+    let mut which = Vec::new();
+    for (k, run) in runners.into_iter().enumerate() {
+        if let Some(run) = run {
+            live.push(run);
+            which.push(k);
+        }
+    }
+    let (sampled, rounds) = measure::interleaved(&mut live, plan, budget(quick));
+    drop(live);
+    let mut samples: Vec<Option<Sampled>> = vec![None; metas.len()];
+    for (k, s) in which.into_iter().zip(sampled) {
+        samples[k] = Some(s);
+    }
+    let mut table = Table::new(
+        title,
+        &[
+            "system",
+            "write MiB/s>",
+            "gather MiB/s>",
+            "k records/s>",
+            "p50 batch>",
+            "p95 batch>",
+            "on disk>",
+            "ratio>",
+            "× in-memory>",
+            "× its limit>",
+            "× best peer>",
+        ],
+    );
+    let in_memory = samples[0].clone().unwrap_or_default();
+    // The best peer: the fastest gather among the other stores.
+    let best_peer = metas
+        .iter()
+        .zip(&samples)
+        .filter(|(m, _)| m.role == Role::Peer)
+        .filter_map(|(m, s)| s.as_ref().map(|s| (m, s)))
+        .max_by(|a, b| a.1.bytes_per_s().total_cmp(&b.1.bytes_per_s()));
+    let npy = metas
+        .iter()
+        .zip(&samples)
+        .find(|(m, _)| m.name.starts_with("mmap .npy"))
+        .and_then(|(_, s)| s.as_ref());
+    for (meta, sample) in metas.iter().zip(&samples) {
+        let write = meta.write_s.map(|s| logical as f64 / s / MIB);
+        let (bytes, on_disk) = match meta.stored {
+            Stored::Nothing => (None, "—".to_string()),
+            Stored::Disk(b) => (Some(b), fmt_bytes(b)),
+            Stored::Memory(b) => (Some(b), format!("({} in memory)", fmt_bytes(b))),
+        };
+        let ratio = bytes.map(|b| logical as f64 / b as f64);
+        let name = match meta.role {
+            Role::Zrecord => format!("**{}**", meta.name),
+            _ => meta.name.clone(),
+        };
+        let mut cells = vec![name, write.map_or("—".into(), fmt_num)];
+        let sys = meta.name.as_str();
+        if let Some(w) = write {
+            report.push(letter, sys, "write_mib_s", w, "MiB/s");
+        }
+        if let Some(b) = bytes {
+            let metric = if matches!(meta.stored, Stored::Disk(_)) {
+                "bytes_on_disk"
+            } else {
+                "bytes_in_memory"
+            };
+            report.push(letter, sys, metric, b as f64, "B");
+        }
+        if let Some(r) = ratio {
+            report.push(letter, sys, "compression_ratio", r, "x");
+        }
+        match sample {
+            Some(s) => {
+                let mib_s = s.bytes_per_s() / MIB;
+                let krec = s.records_per_s() / 1e3;
+                let (p50, p95) = (s.latency(50.0), s.latency(95.0));
+                let vs_mem = s.paired_ratio(&in_memory);
+                let vs_limit = meta
+                    .limit
+                    .and_then(|l| samples[l].as_ref())
+                    .map_or(f64::NAN, |l| s.paired_ratio(l));
+                report.push(letter, sys, "gather_mib_s", mib_s, "MiB/s");
+                report.push(letter, sys, "k_records_s", krec, "k/s");
+                report.push(letter, sys, "p50_batch_ms", p50 * 1e3, "ms");
+                report.push(letter, sys, "p95_batch_ms", p95 * 1e3, "ms");
+                report.push(letter, sys, "vs_in_memory", vs_mem, "x");
+                report.push(letter, sys, "vs_limit", vs_limit, "x");
+                let vs_peer = best_peer.map_or(f64::NAN, |(_, p)| s.paired_ratio(p));
+                report.push(letter, sys, "vs_best_peer", vs_peer, "x");
+                if let Some(npy) = npy {
+                    report.push(letter, sys, "vs_mmap_npy", s.paired_ratio(npy), "x");
+                }
+                cells.extend([
+                    fmt_num(mib_s),
+                    fmt_num(krec),
+                    fmt_seconds(p50),
+                    fmt_seconds(p95),
+                ]);
+                cells.push(on_disk);
+                cells.push(ratio.map_or("—".into(), fmt_ratio));
+                cells.push(fmt_ratio(vs_mem));
+                cells.push(fmt_ratio(vs_limit));
+                cells.push(fmt_ratio(vs_peer));
+            }
+            None => {
+                cells.extend(["—".into(), "—".into(), "—".into(), "—".into()]);
+                cells.push(on_disk);
+                cells.push(ratio.map_or("—".into(), fmt_ratio));
+                cells.extend(["—".into(), "—".into(), "—".into()]);
+            }
+        }
+        table.row(cells);
+    }
+    table.note(format!(
+        "{records} records, {} logical; batch {BATCH}, {} plan batches, {rounds} interleaved rounds; \
+         medians over rounds. Ratio = logical bytes / stored bytes. × in-memory and × its limit: \
+         median over rounds of this row's rate / the reference's rate in the same round.",
+        fmt_bytes(logical),
+        plan.len()
+    ));
+    let faulting: Vec<String> = metas
+        .iter()
+        .zip(&samples)
+        .filter_map(|(m, s)| {
+            let s = s.as_ref()?;
+            report.push(
+                letter,
+                &m.name,
+                "page_faults_per_batch",
+                s.faults_per_batch(),
+                "1",
+            );
+            (s.faults_per_batch() >= 1.0).then(|| {
+                format!(
+                    "{} {:.0} (major {})",
+                    m.name,
+                    s.faults_per_batch(),
+                    s.faults.1
+                )
+            })
+        })
+        .collect();
+    table.note(if faulting.is_empty() {
+        "Page faults while timed: under one per batch for every system.".to_string()
+    } else {
+        format!(
+            "Page faults per batch while timed: {}; the other systems under one.",
+            faulting.join(", ")
+        )
+    });
+    if let Some((m, _)) = best_peer {
+        table.note(format!(
+            "Best peer (fastest gather of the other stores): {}.",
+            m.name
+        ));
+    }
+    table
+}

@@ -1,0 +1,58 @@
+//! What a Rust user would write instead of zsampler, shared by the criterion
+//! bench `sampler` and `compare`'s table (d).
+
+use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
+use rand::{RngExt, SeedableRng};
+
+/// A seeded `SmallRng`.
+pub fn small_rng(seed: u64) -> SmallRng {
+    SmallRng::seed_from_u64(seed)
+}
+
+/// iid baseline: fills `batch` with `rng.random_range(0..len)`.
+#[inline]
+pub fn iid_random_range(rng: &mut SmallRng, len: u64, batch: &mut [u64]) {
+    for slot in batch {
+        *slot = rng.random_range(0..len);
+    }
+}
+
+/// Epoch baseline: shuffles the materialised `permutation` (Fisher–Yates,
+/// `SliceRandom::shuffle`), then copies it out batch by batch into `batch`,
+/// calling `sink` on every full batch (the remainder is dropped).
+#[inline]
+pub fn fisher_yates_epoch(
+    rng: &mut SmallRng,
+    permutation: &mut [u64],
+    batch: &mut [u64],
+    mut sink: impl FnMut(&[u64]),
+) {
+    permutation.shuffle(rng);
+    for chunk in permutation.chunks_exact(batch.len()) {
+        batch.copy_from_slice(chunk);
+        sink(batch);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn baselines_produce_valid_indices() {
+        let mut rng = small_rng(1);
+        let mut batch = vec![0u64; 64];
+        iid_random_range(&mut rng, 100, &mut batch);
+        assert!(batch.iter().all(|&i| i < 100));
+        let mut perm: Vec<u64> = (0..1000).collect();
+        let mut seen = Vec::new();
+        fisher_yates_epoch(&mut rng, &mut perm, &mut batch, |b| {
+            seen.extend_from_slice(b)
+        });
+        assert_eq!(seen.len(), 1000 / 64 * 64);
+        seen.sort_unstable();
+        seen.dedup();
+        assert_eq!(seen.len(), 1000 / 64 * 64, "no repeats within an epoch");
+    }
+}
