@@ -209,3 +209,30 @@ fn typed_ragged_stores_keep_shapes_and_values() {
     assert_eq!(batch.values(), &[9.5]);
     assert_eq!(batch.layout().shape(0), Some(&[][..]));
 }
+
+/// Raw records of 4 KiB and more take the vector copy (with non-temporal
+/// stores once a batch reaches 16 MiB); every byte must still land, at odd
+/// destination offsets too.
+#[test]
+fn large_raw_records_gather_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let width = 4096 + 40;
+    let records = 40u64;
+    let store =
+        DenseStore::<u8>::create(dir.path().join("s"), &[width], zrecord::Codec::Raw).unwrap();
+    let values: Vec<u8> = (0..records as usize * width)
+        .map(|i| (i % 251) as u8)
+        .collect();
+    store.append(&values).unwrap();
+    // 4,200 records ≈ 17 MiB: the streaming path; 7 records: the cached one.
+    for count in [4200, 7] {
+        let indices: Vec<u64> = (0..count).map(|k| (k * 17 + 3) % records).collect();
+        let mut out = vec![0u8; indices.len() * width + 1];
+        store.gather_into(&indices, &mut out[1..]).unwrap();
+        for (k, &i) in indices.iter().enumerate() {
+            let at = 1 + k * width;
+            let want = &values[i as usize * width..(i as usize + 1) * width];
+            assert!(out[at..at + width] == *want, "record {i} at batch slot {k}");
+        }
+    }
+}

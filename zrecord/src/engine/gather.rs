@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use rayon::prelude::*;
 
 use super::Engine;
+use super::copy::{LARGE_RECORD, STREAMING_BATCH, copy_record};
 use super::files::FileTable;
 use super::prefetch::{prefetch, prefetch_line};
 use crate::format::RecordLoc;
@@ -176,6 +177,9 @@ impl Snapshot<'_> {
             sources.push((index, stored));
         }
         // Pass 2.
+        if raw && width >= LARGE_RECORD {
+            return self.copy_large(&sources, dst, width);
+        }
         let fill = |(out, &(index, stored)): (&mut [u8], &(u64, &[u8]))| -> Result<()> {
             if raw {
                 out.copy_from_slice(stored);
@@ -195,6 +199,22 @@ impl Snapshot<'_> {
         } else {
             dst.chunks_mut(width).zip(&sources).try_for_each(fill)
         }
+    }
+
+    /// Pass 2 of a raw gather of large records: see [`copy_record`].
+    fn copy_large(&self, sources: &[(u64, &[u8])], dst: &mut [u8], width: usize) -> Result<()> {
+        let streaming = dst.len() >= STREAMING_BATCH;
+        let fill =
+            |(out, &(_, stored)): (&mut [u8], &(u64, &[u8]))| copy_record(out, stored, streaming);
+        if self.parallel(dst.len(), sources.len()) {
+            dst.par_chunks_mut(width)
+                .zip(sources.par_iter())
+                .with_min_len(min_len(sources.len()))
+                .for_each(fill);
+        } else {
+            dst.chunks_mut(width).zip(sources).for_each(fill);
+        }
+        Ok(())
     }
 
     /// Fills `dst` with the payloads of `indices` laid end to end, sized by

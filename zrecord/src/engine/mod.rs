@@ -4,6 +4,7 @@
 //! through an OS lock. It knows nothing of shapes; the typed stores do.
 
 mod append;
+pub(crate) mod copy;
 mod files;
 mod gather;
 mod maintenance;
