@@ -103,7 +103,10 @@ macro_rules! store_methods {
         ///
         /// Live records are repacked in physical order, each moving only
         /// toward the start of the store, so no scratch space is needed and
-        /// the store is consistent between any two records.
+        /// the store is consistent between any two records. A record that
+        /// moves onto its own old bytes is journaled first, so a process
+        /// killed in the middle of compacting loses nothing: the next `open`
+        /// redoes that one move (FORMAT.md, "Compaction journal").
         ///
         /// # Errors
         /// [`Error::Io`](crate::Error::Io) or a corrupt record table; a store

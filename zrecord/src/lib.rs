@@ -44,7 +44,9 @@
 //!
 //! An append is committed when it returns: payload, then record table, then
 //! header, so a process killed at any moment leaves exactly a prefix of whole
-//! batches. [`DenseStore::sync`] makes committed state survive power loss.
+//! batches. A killed compaction loses nothing either (its one in-flight
+//! record move is journaled and redone by the next open). [`DenseStore::sync`]
+//! makes committed state survive power loss.
 //!
 //! # Platforms
 //!

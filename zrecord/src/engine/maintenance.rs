@@ -5,6 +5,7 @@ use std::ops::ControlFlow;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::Ordering;
 
+use super::journal::{self, Journal};
 use super::{Engine, truncate};
 use crate::format::{LOC_ENTRY_LEN, RecordLoc, chunk_file, loc_file};
 use crate::{Error, Result};
@@ -33,7 +34,7 @@ impl CompactProgress {
 
 impl Engine {
     /// Writes table entry `phys`.
-    fn write_loc(&self, phys: u64, loc: RecordLoc) -> Result<()> {
+    pub(super) fn write_loc(&self, phys: u64, loc: RecordLoc) -> Result<()> {
         let entries = self.geometry.segment_entries();
         let files = self.files();
         let segment = files
@@ -46,6 +47,39 @@ impl Engine {
             .file
             .write_all_at(&loc.encode(), (phys % entries) * LOC_ENTRY_LEN as u64)
             .map_err(Error::io("write", &segment.path))
+    }
+
+    /// Redoes the record move a killed compaction journaled (see
+    /// [`journal`]), then removes the journal. Runs in `open`.
+    pub(crate) fn redo_compaction_journal(&self) -> Result<()> {
+        if let Some(m) = journal::pending(&self.dir)? {
+            let files = self.files();
+            let end = u64::from(m.loc.offset) + u64::from(m.loc.phys_len);
+            let chunk = files
+                .chunks
+                .get(m.loc.chunk as usize)
+                .filter(|c| end <= c.committed.load(Ordering::Acquire))
+                .filter(|_| m.phys < self.len.load(Ordering::Acquire));
+            let Some(chunk) = chunk else {
+                return Err(Error::corrupt(
+                    self.dir.join(journal::JOURNAL_FILE),
+                    format!(
+                        "it moves record {} to bytes {}..{end} of chunk {}, outside the committed store",
+                        m.phys, m.loc.offset, m.loc.chunk
+                    ),
+                ));
+            };
+            chunk
+                .file
+                .file
+                .write_all_at(&m.bytes, m.loc.offset.into())
+                .map_err(Error::io("write", &chunk.file.path))?;
+            drop(files);
+            self.write_loc(m.phys, m.loc)?;
+            let segment = m.phys / self.geometry.segment_entries();
+            self.writer().touch(Some(m.loc.chunk), Some(segment));
+        }
+        journal::finish(&self.dir)
     }
 
     /// Deletes the logical records `indices` (of the store before the call;
@@ -112,6 +146,7 @@ impl Engine {
         let mut fills: Vec<u64> = Vec::new(); // final size of each chunk before the frontier
         let (mut chunk, mut offset) = (0u32, 0u64);
         let mut buf = Vec::new();
+        let mut journal = Journal::create(&self.dir)?;
         for &(loc, phys) in &order {
             let len = u64::from(loc.phys_len);
             if offset + len > capacity {
@@ -121,11 +156,21 @@ impl Engine {
             }
             if (loc.chunk, u64::from(loc.offset)) != (chunk, offset) {
                 // A record only ever moves down, onto garbage or its own old
-                // bytes, never onto a record not yet visited.
+                // bytes, never onto a record not yet visited. Onto its own
+                // old bytes, a kill mid-move would damage it: journal it.
+                let new_loc = RecordLoc {
+                    offset: offset as u32,
+                    chunk,
+                    ..loc
+                };
+                let overlaps = loc.chunk == chunk && offset + len > u64::from(loc.offset);
                 {
                     let snap = self.snapshot();
                     buf.clear();
                     buf.extend_from_slice(snap.stored(phys / self.group, loc)?);
+                    if overlaps {
+                        journal.record(phys, new_loc, &buf)?;
+                    }
                     let dst = snap.files().chunks.get(chunk as usize).ok_or_else(|| {
                         Error::corrupt(
                             &self.dir,
@@ -137,14 +182,10 @@ impl Engine {
                         .write_all_at(&buf, offset)
                         .map_err(Error::io("write", &dst.file.path))?;
                 }
-                self.write_loc(
-                    phys,
-                    RecordLoc {
-                        offset: offset as u32,
-                        chunk,
-                        ..loc
-                    },
-                )?;
+                self.write_loc(phys, new_loc)?;
+                if overlaps {
+                    journal.clear()?;
+                }
                 progress.moved += 1;
                 progress.moved_bytes += len;
             }
@@ -152,10 +193,12 @@ impl Engine {
             progress.visited += 1;
             if on_progress(&progress).is_break() {
                 self.writer().touch(Some(0), Some(0));
+                journal.remove()?;
                 return Ok(progress);
             }
         }
         fills.push(offset);
+        journal.remove()?;
 
         // Commit the new frontier, then release what lies past it.
         let segments = self.geometry.segments_for(phys_len);

@@ -7,6 +7,7 @@ mod append;
 pub(crate) mod copy;
 mod files;
 mod gather;
+mod journal;
 mod maintenance;
 mod prefetch;
 mod verify;
@@ -205,7 +206,7 @@ impl Engine {
         }
 
         let files = check_and_recover(dir, &m)?;
-        Ok(Engine {
+        let engine = Engine {
             dir: dir.into(),
             meta,
             identity: header.identity,
@@ -221,7 +222,9 @@ impl Engine {
                 dirty_segments_from: None,
                 dirty_meta: false,
             }),
-        })
+        };
+        engine.redo_compaction_journal()?;
+        Ok(engine)
     }
 
     pub(crate) fn dir(&self) -> &Path {
