@@ -90,7 +90,9 @@ macro_rules! store_methods {
         ///
         /// Indices you keep elsewhere are stable only until a delete: record
         /// `len - 1` may now be at a deleted index. The space is reclaimed by
-        /// [`compact`](Self::compact).
+        /// [`compact`](Self::compact). A delete is all or nothing: a process
+        /// killed in the middle leaves a journal that the next `open` uses
+        /// to finish it.
         ///
         /// # Errors
         /// [`Error::IndexOutOfRange`](crate::Error::IndexOutOfRange) before

@@ -44,9 +44,10 @@
 //!
 //! An append is committed when it returns: payload, then record table, then
 //! header, so a process killed at any moment leaves exactly a prefix of whole
-//! batches. A killed compaction loses nothing either (its one in-flight
-//! record move is journaled and redone by the next open). [`DenseStore::sync`]
-//! makes committed state survive power loss.
+//! batches. Deletes and compactions are journaled: after a kill in the
+//! middle of one, the next open finishes it (a delete shows all its records
+//! gone or none; a compaction loses no record). [`DenseStore::sync`] makes
+//! committed state survive power loss.
 //!
 //! # Platforms
 //!

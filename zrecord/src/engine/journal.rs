@@ -1,12 +1,17 @@
-//! The compaction journal: a record whose new place overlaps its old bytes
-//! is written here before it moves, so a kill in the middle of the move is
-//! redone by the next `open` instead of leaving the record damaged.
+//! Redo journals for the two operations that rewrite committed state, so a
+//! kill in the middle of one is finished by the next `open` (FORMAT.md,
+//! "Journals").
 //!
-//! `compact.journal` holds at most one entry, at offset 0 (FORMAT.md,
-//! "Compaction journal"): magic, CRC-32 of what follows it, the physical
-//! index, the new table entry, the record's stored bytes. A kill while the
-//! entry is written leaves a CRC that does not match, and the move had not
-//! started; an entry that checks out is redone whole, which is idempotent.
+//! * `compact.journal`: a record whose new place overlaps its old bytes is
+//!   written here before it moves. One entry at offset 0: magic, CRC-32 of
+//!   what follows it, the physical index, the new table entry, the record's
+//!   stored bytes.
+//! * `delete.journal`: the length before a delete and its target indices,
+//!   written before the first table entry moves.
+//!
+//! A kill while an entry is written leaves a CRC that does not match, and
+//! the operation had not started; an entry that checks out is redone whole,
+//! which is idempotent.
 
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -16,9 +21,13 @@ use crate::format::{LOC_ENTRY_LEN, RecordLoc};
 use crate::{Error, Result};
 
 pub(crate) const JOURNAL_FILE: &str = "compact.journal";
+pub(crate) const DELETE_JOURNAL_FILE: &str = "delete.journal";
 const MAGIC: [u8; 8] = *b"ZRJOURN1";
+const DELETE_MAGIC: [u8; 8] = *b"ZRDELET1";
 /// magic, CRC-32, physical index, table entry.
 const HEADER_LEN: usize = 8 + 4 + 8 + LOC_ENTRY_LEN;
+/// magic, CRC-32, physical length before the delete, number of targets.
+const DELETE_HEADER_LEN: usize = 8 + 4 + 8 + 8;
 
 /// One journaled move: physical record `phys`'s `bytes` belong at `loc`.
 #[derive(Debug, PartialEq, Eq)]
@@ -97,15 +106,78 @@ pub(crate) fn pending(dir: &Path) -> Result<Option<Move>> {
 
 /// Removes `dir`'s journal once its move is redone (or there was none).
 pub(crate) fn finish(dir: &Path) -> Result<()> {
-    let path = dir.join(JOURNAL_FILE);
-    match fs::remove_file(&path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("remove", &path)(e)),
+    remove_if_present(&dir.join(JOURNAL_FILE))
+}
+
+fn remove_if_present(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("remove", path)(e)),
         _ => Ok(()),
     }
 }
 
 fn remove(path: &Path) -> Result<()> {
     fs::remove_file(path).map_err(Error::io("remove", path))
+}
+
+/// A delete that may not have committed: the physical length before it and
+/// its logical targets in descending order.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Delete {
+    pub(crate) phys_len: u64,
+    pub(crate) targets: Vec<u64>,
+}
+
+/// Writes `dir`'s delete journal in one write; the delete may start once
+/// this returns.
+pub(crate) fn record_delete(dir: &Path, phys_len: u64, targets: &[u64]) -> Result<()> {
+    let mut e = Vec::with_capacity(DELETE_HEADER_LEN + 8 * targets.len());
+    e.extend_from_slice(&DELETE_MAGIC);
+    e.extend_from_slice(&[0; 4]);
+    e.extend_from_slice(&phys_len.to_le_bytes());
+    e.extend_from_slice(&(targets.len() as u64).to_le_bytes());
+    for t in targets {
+        e.extend_from_slice(&t.to_le_bytes());
+    }
+    let crc = crc32fast::hash(&e[12..]);
+    e[8..12].copy_from_slice(&crc.to_le_bytes());
+    let path = dir.join(DELETE_JOURNAL_FILE);
+    fs::write(&path, &e).map_err(Error::io("write", &path))
+}
+
+/// The delete a killed process left in `dir`'s journal, if any (a missing
+/// or torn journal holds none).
+pub(crate) fn pending_delete(dir: &Path) -> Result<Option<Delete>> {
+    let path = dir.join(DELETE_JOURNAL_FILE);
+    match fs::read(&path) {
+        Ok(bytes) => Ok(parse_delete(&bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io("read", &path)(e)),
+    }
+}
+
+/// Removes `dir`'s delete journal, if there is one.
+pub(crate) fn finish_delete(dir: &Path) -> Result<()> {
+    remove_if_present(&dir.join(DELETE_JOURNAL_FILE))
+}
+
+fn parse_delete(bytes: &[u8]) -> Option<Delete> {
+    if bytes.len() < DELETE_HEADER_LEN || bytes[..8] != DELETE_MAGIC {
+        return None;
+    }
+    let crc = u32::from_le_bytes(bytes[8..12].try_into().ok()?);
+    let phys_len = u64::from_le_bytes(bytes[12..20].try_into().ok()?);
+    let n = usize::try_from(u64::from_le_bytes(bytes[20..28].try_into().ok()?)).ok()?;
+    let end = n.checked_mul(8)?.checked_add(DELETE_HEADER_LEN)?;
+    let body = bytes.get(12..end)?;
+    if crc32fast::hash(body) != crc {
+        return None;
+    }
+    let targets = bytes[DELETE_HEADER_LEN..end]
+        .chunks_exact(8)
+        .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
+        .collect();
+    Some(Delete { phys_len, targets })
 }
 
 /// An entry whose magic and CRC check out and whose length matches its
@@ -163,6 +235,35 @@ mod tests {
         journal.remove().unwrap();
         assert!(!dir.path().join(JOURNAL_FILE).exists());
         finish(dir.path()).unwrap(); // nothing to remove is fine
+    }
+
+    #[test]
+    fn a_recorded_delete_reads_back_and_a_torn_one_is_none() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(pending_delete(dir.path()).unwrap(), None);
+        record_delete(dir.path(), 40, &[9, 4, 0]).unwrap();
+        let want = Delete {
+            phys_len: 40,
+            targets: vec![9, 4, 0],
+        };
+        assert_eq!(pending_delete(dir.path()).unwrap(), Some(want));
+        let whole = fs::read(dir.path().join(DELETE_JOURNAL_FILE)).unwrap();
+        // The layout of FORMAT.md's delete journal table.
+        assert_eq!(&whole[..8], b"ZRDELET1");
+        assert_eq!(whole[8..12], crc32fast::hash(&whole[12..]).to_le_bytes());
+        assert_eq!(whole[12..20], 40u64.to_le_bytes());
+        assert_eq!(whole[20..28], 3u64.to_le_bytes());
+        assert_eq!(whole[28..36], 9u64.to_le_bytes());
+        for cut in 0..whole.len() {
+            assert_eq!(parse_delete(&whole[..cut]), None, "cut at {cut}");
+        }
+        for at in 0..whole.len() {
+            let mut bad = whole.clone();
+            bad[at] ^= 0x04;
+            assert_eq!(parse_delete(&bad), None, "byte {at} flipped");
+        }
+        finish_delete(dir.path()).unwrap();
+        assert_eq!(pending_delete(dir.path()).unwrap(), None);
     }
 
     #[test]

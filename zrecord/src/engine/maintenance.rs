@@ -94,10 +94,29 @@ impl Engine {
         let mut targets = indices.to_vec();
         targets.sort_unstable_by(|a, b| b.cmp(a));
         targets.dedup();
+        if targets.is_empty() {
+            return Ok(0);
+        }
+        // Journaled, so a kill between the entry moves and the commit is
+        // finished by the next open instead of leaving duplicates behind.
+        journal::record_delete(&self.dir, len * group, &targets)?;
+        self.apply_delete(&targets)?;
+        journal::finish_delete(&self.dir)?;
+        Ok(targets.len() as u64)
+    }
+
+    /// Moves the last record into each of `targets` (logical indices,
+    /// descending, distinct, below the length) and commits the shorter length.
+    /// Running it again after a kill part way gives the same result: an entry
+    /// it reads is one no earlier step of the same call wrote, or wrote with
+    /// the value it writes again.
+    fn apply_delete(&self, targets: &[u64]) -> Result<()> {
+        let group = self.group;
+        let len = self.len();
         let mut live = len;
         // Descending order: every record a swap pulls from the end is one no
         // later target names.
-        for &target in &targets {
+        for &target in targets {
             let last = live - 1;
             if target != last {
                 for part in 0..group {
@@ -117,7 +136,30 @@ impl Engine {
             .last()
             .map(|&t| t * group / self.geometry.segment_entries());
         self.writer().touch(None, first_segment);
-        Ok(targets.len() as u64)
+        Ok(())
+    }
+
+    /// Finishes a delete a killed process journaled: redone if its length
+    /// was not committed, then the journal removed. Runs in `open`.
+    pub(crate) fn redo_delete_journal(&self) -> Result<()> {
+        if let Some(d) = journal::pending_delete(&self.dir)? {
+            let phys_len = self.len.load(Ordering::Acquire);
+            if d.phys_len == phys_len {
+                let len = phys_len / self.group;
+                let valid = d.targets.first().is_some_and(|&t| t < len)
+                    && d.targets.windows(2).all(|w| w[0] > w[1]);
+                if !valid {
+                    return Err(Error::corrupt(
+                        self.dir.join(journal::DELETE_JOURNAL_FILE),
+                        format!(
+                            "its targets are not distinct indices below {len}, in descending order"
+                        ),
+                    ));
+                }
+                self.apply_delete(&d.targets)?;
+            }
+        }
+        journal::finish_delete(&self.dir)
     }
 
     /// Repacks the live records densely in physical order, then truncates

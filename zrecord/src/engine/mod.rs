@@ -224,6 +224,7 @@ impl Engine {
             }),
         };
         engine.redo_compaction_journal()?;
+        engine.redo_delete_journal()?;
         Ok(engine)
     }
 
