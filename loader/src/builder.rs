@@ -28,6 +28,42 @@ pub struct LoaderBuilder<T> {
     pub(crate) transform: Transform<T>,
 }
 
+/// A copy of the configuration (streams share their open stores): the way to
+/// build loaders that differ in one setting, such as a training loader and an
+/// evaluation loader over a different subset.
+///
+/// ```
+/// use zrecord::{Codec, DenseStore};
+/// use zrecord_loader::{Loader, Mode};
+/// # let dir = tempfile::tempdir()?;
+///
+/// let labels = DenseStore::<i64>::create(dir.path().join("labels"), &[], Codec::Raw)?;
+/// labels.append(&(0..100).collect::<Vec<i64>>())?;
+/// let base = Loader::builder(10).stream("label", labels).seed(7);
+/// let mut train = base.clone().subset((0..80).collect::<Vec<u64>>()).build()?;
+/// let mut valid = base.subset((80..100).collect::<Vec<u64>>()).mode(Mode::Sequential).build()?;
+/// assert!(train.next_batch()?.indices().iter().all(|&i| i < 80));
+/// assert_eq!(valid.next_batch()?.indices(), (80..90).collect::<Vec<u64>>());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+impl<T> Clone for LoaderBuilder<T> {
+    fn clone(&self) -> Self {
+        LoaderBuilder {
+            streams: self.streams.clone(),
+            batch_size: self.batch_size,
+            seed: self.seed,
+            mode: self.mode,
+            shard: self.shard,
+            subset: self.subset.clone(),
+            start_step: self.start_step,
+            resume: self.resume,
+            workers: self.workers,
+            prefetch: self.prefetch,
+            transform: Arc::clone(&self.transform),
+        }
+    }
+}
+
 impl Loader<Batch> {
     /// A builder for a loader yielding batches of `batch_size` records (the
     /// global batch: all ranks together).
