@@ -27,14 +27,16 @@ fn a_long_run_recycles_its_buffers() {
         loader.next_batch().unwrap();
     }
     let c = loader.counters().snapshot();
-    // Three streams per buffer set; at most prefetch + the batch the consumer holds.
+    // Three streams per buffer set, and at most prefetch sets in flight plus
+    // the one the consumer holds (it goes back to the pool when dropped): the
+    // total is bounded whatever the run's length. (When the last sets get
+    // allocated depends on thread timing, so the bound is all we assert.)
+    let bound = 3 * (prefetch as u64 + 1);
+    assert!(warm >= 3, "{warm} buffers allocated while warming up");
     assert!(
-        warm <= 3 * (prefetch as u64 + 2),
-        "{warm} buffers allocated while warming up"
-    );
-    assert_eq!(
-        c.buffers_allocated, warm,
-        "no buffer was allocated after warm-up"
+        c.buffers_allocated <= bound,
+        "{} buffers allocated in 1,050 steps, more than {bound}",
+        c.buffers_allocated
     );
     assert_eq!(c.steps_delivered, 1050);
     assert!(
