@@ -41,9 +41,7 @@
 
 use std::collections::HashMap;
 use std::error::Error;
-use std::fs::File;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -54,6 +52,7 @@ use burn::data::dataset::InMemDataset;
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use zrecord::{Codec, DenseStore};
 use zrecord_burn::{Batch, StoreDataLoader, StoreDataset, Stream, dense_tensor};
+use zrecord_examples::idx::{self, IdxU8};
 
 type BoxError = Box<dyn Error + Send + Sync>;
 
@@ -137,69 +136,26 @@ impl Mnist {
     }
 }
 
-/// `name`, `name.gz`, or with `-idx` spelled `.idx`, in `dir`.
-fn find(dir: &Path, name: &str) -> Option<PathBuf> {
-    let dotted = name.replacen("-idx", ".idx", 1);
-    [
-        name.to_string(),
-        format!("{name}.gz"),
-        dotted.clone(),
-        format!("{dotted}.gz"),
-    ]
-    .into_iter()
-    .map(|n| dir.join(n))
-    .find(|p| p.is_file())
-}
-
-/// A `u8` IDX file (gzipped or plain): its dimensions and data.
-fn read_idx(path: &Path) -> Result<(Vec<usize>, Vec<u8>), BoxError> {
-    let mut raw = Vec::new();
-    File::open(path)?.read_to_end(&mut raw)?;
-    if raw.starts_with(&[0x1f, 0x8b]) {
-        let mut out = Vec::new();
-        flate2::read::GzDecoder::new(&raw[..]).read_to_end(&mut out)?;
-        raw = out;
-    }
-    let bad = |why: &str| format!("{}: {why}", path.display());
-    let header = raw.get(..4).ok_or_else(|| bad("no IDX header"))?;
-    if header[..3] != [0, 0, 0x08] {
-        return Err(bad("not a u8 IDX file").into());
-    }
-    let rank = usize::from(header[3]);
-    let mut dims = Vec::with_capacity(rank);
-    for k in 0..rank {
-        let at = 4 + 4 * k;
-        let bytes: [u8; 4] = raw
-            .get(at..at + 4)
-            .and_then(|b| b.try_into().ok())
-            .ok_or_else(|| bad("truncated dimensions"))?;
-        #[expect(
-            clippy::big_endian_bytes,
-            reason = "IDX dimensions are big-endian by definition"
-        )]
-        dims.push(u32::from_be_bytes(bytes) as usize);
-    }
-    let data = raw.split_off((4 + 4 * rank).min(raw.len()));
-    if data.len() != dims.iter().product::<usize>() {
-        return Err(bad("length does not match the dimensions").into());
-    }
-    Ok((dims, data))
-}
-
 /// The training split of `dir`, or why it cannot be read (`Ok(Err)` when
 /// the files are simply not there).
 fn load_mnist(dir: &Path) -> Result<Result<Mnist, String>, BoxError> {
     let (Some(images), Some(labels)) = (
-        find(dir, "train-images-idx3-ubyte"),
-        find(dir, "train-labels-idx1-ubyte"),
+        idx::find(dir, "train-images-idx3-ubyte"),
+        idx::find(dir, "train-labels-idx1-ubyte"),
     ) else {
         return Ok(Err(format!(
             "{} has no train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz]",
             dir.display()
         )));
     };
-    let (image_dims, images) = read_idx(&images)?;
-    let (label_dims, labels) = read_idx(&labels)?;
+    let IdxU8 {
+        dims: image_dims,
+        data: images,
+    } = idx::read_u8(&images)?;
+    let IdxU8 {
+        dims: label_dims,
+        data: labels,
+    } = idx::read_u8(&labels)?;
     if image_dims.get(1..) != Some(&[ROWS, COLS][..]) || label_dims != image_dims[..1] {
         return Err(
             format!("images {image_dims:?} and labels {label_dims:?} are not MNIST").into(),
