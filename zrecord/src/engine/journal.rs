@@ -88,20 +88,14 @@ impl Journal {
 
     /// Removes the journal file: the compaction is over.
     pub(crate) fn remove(self) -> Result<()> {
-        remove(&self.path)
+        remove_if_present(&self.path)
     }
 }
 
 /// The move a killed compaction left in `dir`'s journal, if any. A missing,
 /// cleared or torn journal holds none.
 pub(crate) fn pending(dir: &Path) -> Result<Option<Move>> {
-    let path = dir.join(JOURNAL_FILE);
-    let bytes = match fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io("read", &path)(e)),
-    };
-    Ok(parse(&bytes))
+    Ok(read_if_present(&dir.join(JOURNAL_FILE))?.and_then(|b| parse(&b)))
 }
 
 /// Removes `dir`'s journal once its move is redone (or there was none).
@@ -116,8 +110,12 @@ fn remove_if_present(path: &Path) -> Result<()> {
     }
 }
 
-fn remove(path: &Path) -> Result<()> {
-    fs::remove_file(path).map_err(Error::io("remove", path))
+fn read_if_present(path: &Path) -> Result<Option<Vec<u8>>> {
+    match fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io("read", path)(e)),
+    }
 }
 
 /// A delete that may not have committed: the physical length before it and
@@ -148,12 +146,7 @@ pub(crate) fn record_delete(dir: &Path, phys_len: u64, targets: &[u64]) -> Resul
 /// The delete a killed process left in `dir`'s journal, if any (a missing
 /// or torn journal holds none).
 pub(crate) fn pending_delete(dir: &Path) -> Result<Option<Delete>> {
-    let path = dir.join(DELETE_JOURNAL_FILE);
-    match fs::read(&path) {
-        Ok(bytes) => Ok(parse_delete(&bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io("read", &path)(e)),
-    }
+    Ok(read_if_present(&dir.join(DELETE_JOURNAL_FILE))?.and_then(|b| parse_delete(&b)))
 }
 
 /// Removes `dir`'s delete journal, if there is one.
