@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use ndarray::{ArrayViewD, IxDyn};
-use zrecord::{DType, DynRaggedBatch, Element, RaggedLayout, StoreKind};
+use zrecord::{DType, DynRaggedBatch, Element, PaddedBatch, Padding, RaggedLayout, StoreKind};
 
 use crate::column::{Column, DenseColumn};
 use crate::pool::Pool;
@@ -153,6 +153,44 @@ impl Batch {
             values,
             layout: batch.layout(),
         })
+    }
+
+    /// Ragged stream `name` padded into one dense array, with a mask and
+    /// each record's length: see [`Padding`] (pass a plain fill value to pad
+    /// every axis to the batch's largest extent). The stream stays in the batch.
+    ///
+    /// ```
+    /// use zrecord::{Codec, Padding, RaggedStore};
+    /// use zrecord_loader::{Loader, Mode};
+    /// # let dir = tempfile::tempdir()?;
+    ///
+    /// let tokens = RaggedStore::<u32>::create(dir.path().join("tokens"), Codec::Raw)?;
+    /// tokens.append_slices(&[vec![5, 6, 7], vec![8]])?;
+    /// let mut loader = Loader::builder(2).stream("tokens", tokens).mode(Mode::Sequential).build()?;
+    /// let batch = loader.next_batch()?;
+    /// let padded = batch.padded::<u32>("tokens", 0)?;
+    /// assert_eq!((padded.shape, padded.values), (vec![2, 3], vec![5, 6, 7, 8, 0, 0]));
+    /// let capped = batch.padded("tokens", Padding::new(0u32).max_len(2))?;
+    /// assert_eq!(capped.lengths, [2, 1]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`ragged`](Self::ragged), and [`Error::Pad`] naming the stream
+    /// when the records cannot be padded (see [`Padding::pad`]).
+    pub fn padded<T: Element>(
+        &self,
+        name: &str,
+        padding: impl Into<Padding<T>>,
+    ) -> Result<PaddedBatch<T>> {
+        let view = self.ragged::<T>(name)?;
+        padding
+            .into()
+            .pad(view.values(), view.layout())
+            .map_err(|source| Error::Pad {
+                stream: name.into(),
+                source,
+            })
     }
 
     /// Moves stream `name` out of the batch.

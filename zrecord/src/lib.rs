@@ -69,6 +69,7 @@ mod dyn_vec;
 mod engine;
 mod error;
 mod format;
+mod padding;
 mod ragged;
 mod ragged_batch;
 
@@ -82,5 +83,6 @@ pub use error::{Error, Result};
 pub use format::FORMAT_VERSION;
 #[doc(hidden)]
 pub use format::Geometry;
+pub use padding::{PaddedBatch, Padding};
 pub use ragged::{DynRaggedStore, RaggedStore};
 pub use ragged_batch::{DynRaggedBatch, RaggedBatch, RaggedLayout};

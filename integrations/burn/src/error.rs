@@ -33,22 +33,6 @@ pub enum Error {
         shape: Vec<usize>,
     },
 
-    /// The records of a ragged stream differ in rank, so they cannot be padded
-    /// into one tensor.
-    #[error(
-        "stream {stream:?}: record {record} has rank {found}, record 0 has rank {expected}; padding needs one rank"
-    )]
-    MixedRank {
-        /// The stream.
-        stream: String,
-        /// Position of the offending record in the batch.
-        record: usize,
-        /// The rank of record 0.
-        expected: usize,
-        /// Its rank.
-        found: usize,
-    },
-
     /// A stream holds a dtype the requested tensor kind cannot take.
     #[error("stream {stream:?} holds {dtype}, which a {kind} tensor cannot hold")]
     UnsupportedDType {
