@@ -81,8 +81,9 @@ pub use dyn_vec::DynVec;
 pub use engine::{CompactProgress, Stats, VerifyReport};
 pub use error::{Error, Result};
 pub use format::FORMAT_VERSION;
+#[cfg(feature = "test-hooks")]
 #[doc(hidden)]
-pub use format::Geometry;
+pub use format::meta::Geometry;
 pub use padding::{PaddedBatch, Padding};
 pub use ragged::{DynRaggedStore, RaggedStore};
 pub use ragged_batch::{DynRaggedBatch, RaggedBatch, RaggedLayout};
