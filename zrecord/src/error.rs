@@ -214,6 +214,18 @@ pub enum Error {
         reason: String,
     },
 
+    /// A file in another format (`.npy`, IDX) is malformed, truncated, or
+    /// holds what zrecord does not store.
+    #[error("{path}: {reason}")]
+    ForeignFile {
+        /// The file.
+        path: PathBuf,
+        /// Its format (".npy", "IDX").
+        format: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+
     /// Ragged records of different ranks cannot be padded into one array.
     #[error(
         "record {record} has rank {found}, record 0 has rank {expected}; padding needs one rank"
