@@ -112,11 +112,11 @@ impl DynDenseStore {
         }
     }
 
-    fn engine(&self) -> &Engine {
+    pub(crate) fn engine(&self) -> &Engine {
         &self.engine
     }
 
-    fn engine_mut(&mut self) -> &mut Engine {
+    pub(crate) fn engine_mut(&mut self) -> &mut Engine {
         &mut self.engine
     }
 

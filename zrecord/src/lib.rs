@@ -87,7 +87,7 @@ mod padding;
 mod ragged;
 mod ragged_batch;
 
-pub use any_store::AnyStore;
+pub use any_store::{AnyBatch, AnyStore, Schema};
 pub use codec::{Codec, DictTier, Dictionary, ZSTD_DICT_LEVEL, ZSTD_LEVEL, train_dict};
 pub use dense::{DenseStore, DynDenseStore};
 pub use dtype::{DType, Element, StoreKind};

@@ -79,11 +79,11 @@ impl DynRaggedStore {
         }
     }
 
-    fn engine(&self) -> &Engine {
+    pub(crate) fn engine(&self) -> &Engine {
         &self.engine
     }
 
-    fn engine_mut(&mut self) -> &mut Engine {
+    pub(crate) fn engine_mut(&mut self) -> &mut Engine {
         &mut self.engine
     }
 
