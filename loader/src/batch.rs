@@ -3,80 +3,11 @@
 use std::sync::Arc;
 
 use ndarray::{ArrayViewD, IxDyn};
-use zrecord::{DType, DynRaggedBatch, DynVec, Element, RaggedLayout, StoreKind};
+use zrecord::{DType, DynRaggedBatch, Element, PaddedBatch, Padding, RaggedLayout, StoreKind};
 
+use crate::column::{Column, DenseColumn};
 use crate::pool::Pool;
 use crate::{Error, Result};
-
-/// One stream of a batch.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Column {
-    /// A dense stream: one `(B, *item_shape)` buffer.
-    Dense(DenseColumn),
-    /// A ragged stream in packed form.
-    Ragged(DynRaggedBatch),
-}
-
-impl Column {
-    pub(crate) fn new_dense(dtype: DType) -> Column {
-        Column::Dense(DenseColumn {
-            values: DynVec::new(dtype),
-            shape: Vec::new(),
-        })
-    }
-
-    /// Dense or ragged.
-    pub fn kind(&self) -> StoreKind {
-        match self {
-            Column::Dense(_) => StoreKind::Dense,
-            Column::Ragged(_) => StoreKind::Ragged,
-        }
-    }
-
-    /// The element type.
-    pub fn dtype(&self) -> DType {
-        match self {
-            Column::Dense(c) => c.values.dtype(),
-            Column::Ragged(c) => c.dtype(),
-        }
-    }
-}
-
-/// A dense stream of a batch: values in row-major order and their shape
-/// `(B, *item_shape)`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DenseColumn {
-    pub(crate) values: DynVec,
-    pub(crate) shape: Vec<usize>,
-}
-
-impl DenseColumn {
-    /// The values, dtype-tagged.
-    pub fn values(&self) -> &DynVec {
-        &self.values
-    }
-
-    /// `(B, *item_shape)`.
-    pub fn shape(&self) -> &[usize] {
-        &self.shape
-    }
-
-    /// The element type.
-    pub fn dtype(&self) -> DType {
-        self.values.dtype()
-    }
-
-    /// An array view, if the elements are `T`.
-    pub fn view<T: Element>(&self) -> Option<ArrayViewD<'_, T>> {
-        ArrayViewD::from_shape(IxDyn(&self.shape), self.values.as_slice::<T>()?).ok()
-    }
-
-    /// The values and shape, without a copy: hand the typed `Vec` to a tensor
-    /// with [`DynVec::into_vec`].
-    pub fn into_parts(self) -> (DynVec, Vec<usize>) {
-        (self.values, self.shape)
-    }
-}
 
 /// A typed view of a ragged stream of a batch.
 #[derive(Clone, Copy, Debug)]
@@ -222,6 +153,44 @@ impl Batch {
             values,
             layout: batch.layout(),
         })
+    }
+
+    /// Ragged stream `name` padded into one dense array, with a mask and
+    /// each record's length: see [`Padding`] (pass a plain fill value to pad
+    /// every axis to the batch's largest extent). The stream stays in the batch.
+    ///
+    /// ```
+    /// use zrecord::{Codec, Padding, RaggedStore};
+    /// use zrecord_loader::{Loader, Mode};
+    /// # let dir = tempfile::tempdir()?;
+    ///
+    /// let tokens = RaggedStore::<u32>::create(dir.path().join("tokens"), Codec::Raw)?;
+    /// tokens.append_slices(&[vec![5, 6, 7], vec![8]])?;
+    /// let mut loader = Loader::builder(2).stream("tokens", tokens).mode(Mode::Sequential).build()?;
+    /// let batch = loader.next_batch()?;
+    /// let padded = batch.padded::<u32>("tokens", 0)?;
+    /// assert_eq!((padded.shape, padded.values), (vec![2, 3], vec![5, 6, 7, 8, 0, 0]));
+    /// let capped = batch.padded("tokens", Padding::new(0u32).max_len(2))?;
+    /// assert_eq!(capped.lengths, [2, 1]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`ragged`](Self::ragged), and [`Error::Pad`] naming the stream
+    /// when the records cannot be padded (see [`Padding::pad`]).
+    pub fn padded<T: Element>(
+        &self,
+        name: &str,
+        padding: impl Into<Padding<T>>,
+    ) -> Result<PaddedBatch<T>> {
+        let view = self.ragged::<T>(name)?;
+        padding
+            .into()
+            .pad(view.values(), view.layout())
+            .map_err(|source| Error::Pad {
+                stream: name.into(),
+                source,
+            })
     }
 
     /// Moves stream `name` out of the batch.

@@ -112,6 +112,17 @@ pub enum Error {
         found: DType,
     },
 
+    /// A ragged stream's records cannot be padded into one array (records of
+    /// different ranks, a padded size that overflows).
+    #[error("stream {stream:?}: cannot pad")]
+    Pad {
+        /// The stream.
+        stream: String,
+        /// Why, from [`zrecord::Padding::pad`].
+        #[source]
+        source: zrecord::Error,
+    },
+
     /// The stream's buffer was already taken out of this batch.
     #[error("stream {name:?} was already taken out of this batch")]
     Taken {

@@ -36,6 +36,8 @@
 
 mod batch;
 mod builder;
+mod column;
+mod config;
 mod counters;
 mod error;
 mod loader;
@@ -43,8 +45,10 @@ mod pool;
 mod state;
 mod stream;
 
-pub use batch::{Batch, Column, DenseColumn, RaggedView};
+pub use batch::{Batch, RaggedView};
 pub use builder::LoaderBuilder;
+pub use column::{Column, DenseColumn};
+pub use config::check_streams;
 pub use counters::{CounterSnapshot, Counters};
 pub use error::{Error, Result};
 pub use loader::{Loader, Steps};

@@ -16,9 +16,12 @@ use std::time::Instant;
 
 use zsampler::Sampler;
 
-use crate::builder::Transform;
+use crate::config::Config;
 use crate::pool::Pool;
-use crate::{Batch, Counters, Error, LoaderBuilder, LoaderState, Result, Stream};
+use crate::{Batch, Counters, Error, LoaderState, Result, Stream};
+
+/// The transform run on worker threads: a batch in, anything out.
+pub(crate) type Transform<T> = Arc<dyn Fn(Batch) -> T + Send + Sync>;
 
 /// An endless, step-based iterator of batches over named streams.
 ///
@@ -91,9 +94,14 @@ impl<T> Shared<T> {
 }
 
 impl<T: Send + 'static> Loader<T> {
-    pub(crate) fn start(builder: LoaderBuilder<T>, sampler: Sampler) -> Result<Loader<T>> {
+    /// Starts the workers of a checked `config` at `sampler`'s step.
+    pub(crate) fn start(
+        config: Config,
+        transform: Transform<T>,
+        sampler: Sampler,
+    ) -> Result<Loader<T>> {
         let counters = Arc::new(Counters::default());
-        let names: Arc<[Arc<str>]> = builder
+        let names: Arc<[Arc<str>]> = config
             .streams
             .iter()
             .map(|(n, _)| Arc::from(n.as_str()))
@@ -101,20 +109,20 @@ impl<T: Send + 'static> Loader<T> {
         let step = sampler.step();
         let job = Arc::new(Job {
             sampler: sampler.clone(),
-            streams: builder.streams.into_iter().map(|(_, s)| s).collect(),
+            streams: config.streams.into_iter().map(|(_, s)| s).collect(),
             names,
             pool: Arc::new(Pool::new(
-                builder.prefetch + builder.workers + 1,
+                config.prefetch + config.workers + 1,
                 Arc::clone(&counters),
             )),
-            transform: builder.transform,
+            transform,
             counters: Arc::clone(&counters),
         });
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 next_claim: step,
                 next_deliver: step,
-                prefetch: builder.prefetch as u64,
+                prefetch: config.prefetch as u64,
                 finished: BTreeMap::new(),
                 stop: false,
             }),
@@ -127,7 +135,7 @@ impl<T: Send + 'static> Loader<T> {
             sampler,
             counters,
         };
-        for w in 0..builder.workers {
+        for w in 0..config.workers {
             let (shared, job) = (Arc::clone(&loader.shared), Arc::clone(&job));
             let thread = std::thread::Builder::new()
                 .name(format!("zrecord-loader-{w}"))

@@ -3,7 +3,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::batch::Column;
+use crate::column::Column;
 use crate::{Counters, Stream};
 
 /// One batch's buffers: its indices and a column per stream (`None` where

@@ -6,7 +6,7 @@ use zrecord::{
     AnyStore, DType, DenseStore, DynDenseStore, DynRaggedStore, Element, RaggedStore, StoreKind,
 };
 
-use crate::batch::Column;
+use crate::column::Column;
 
 /// A store the loader gathers from. Cheap to clone: the store is shared, so a
 /// training and a validation loader can read the same stores.

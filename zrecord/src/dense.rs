@@ -51,14 +51,25 @@ impl DynDenseStore {
         item_shape: &[usize],
         codec: Codec,
     ) -> Result<Self> {
-        Self::create_with_geometry(path, dtype, item_shape, codec, Geometry::default())
+        Self::create_in(path.as_ref(), dtype, item_shape, codec, Geometry::default())
     }
 
     /// [`create`](Self::create) with a chosen file geometry (tests use tiny
     /// chunks and table segments to exercise rollover).
+    #[cfg(feature = "test-hooks")]
     #[doc(hidden)]
     pub fn create_with_geometry(
         path: impl AsRef<Path>,
+        dtype: DType,
+        item_shape: &[usize],
+        codec: Codec,
+        geometry: Geometry,
+    ) -> Result<Self> {
+        Self::create_in(path.as_ref(), dtype, item_shape, codec, geometry)
+    }
+
+    fn create_in(
+        path: &Path,
         dtype: DType,
         item_shape: &[usize],
         codec: Codec,
@@ -68,7 +79,7 @@ impl DynDenseStore {
             dtype,
             item_shape: item_shape.to_vec(),
         };
-        Self::from_engine(Engine::create(path.as_ref(), identity, codec, geometry)?)
+        Self::from_engine(Engine::create(path, identity, codec, geometry)?)
     }
 
     /// Opens the dense store at `path` and takes its lock.
@@ -101,11 +112,11 @@ impl DynDenseStore {
         }
     }
 
-    fn engine(&self) -> &Engine {
+    pub(crate) fn engine(&self) -> &Engine {
         &self.engine
     }
 
-    fn engine_mut(&mut self) -> &mut Engine {
+    pub(crate) fn engine_mut(&mut self) -> &mut Engine {
         &mut self.engine
     }
 
@@ -275,6 +286,7 @@ impl<T: Element> DenseStore<T> {
     }
 
     /// [`create`](Self::create) with a chosen file geometry.
+    #[cfg(feature = "test-hooks")]
     #[doc(hidden)]
     pub fn create_with_geometry(
         path: impl AsRef<Path>,

@@ -214,6 +214,38 @@ pub enum Error {
         reason: String,
     },
 
+    /// A file in another format (`.npy`, IDX) is malformed, truncated, or
+    /// holds what zrecord does not store.
+    #[error("{path}: {reason}")]
+    ForeignFile {
+        /// The file.
+        path: PathBuf,
+        /// Its format (".npy", "IDX").
+        format: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// Ragged records of different ranks cannot be padded into one array.
+    #[error(
+        "record {record} has rank {found}, record 0 has rank {expected}; padding needs one rank"
+    )]
+    MixedRank {
+        /// Position of the offending record in the batch.
+        record: usize,
+        /// The rank of record 0.
+        expected: usize,
+        /// Its rank.
+        found: usize,
+    },
+
+    /// A padded batch would hold more elements than memory can address.
+    #[error("padding to shape {shape:?} overflows")]
+    PaddedTooLarge {
+        /// The padded shape: records, then the extent of each axis.
+        shape: Vec<usize>,
+    },
+
     /// An invalid argument that no other variant describes.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

@@ -49,6 +49,18 @@
 //! gone or none; a compaction loses no record). [`DenseStore::sync`] makes
 //! committed state survive power loss.
 //!
+//! # Features
+//!
+//! * `cli` — the `zrecord` command-line tool (`cargo install zrecord
+//!   --features cli`): import, info, verify, compact, export, train-dict,
+//!   recode, bench. Turns on `npy` and `idx`.
+//! * `npy` — the `npy` module: `.npy` files read into an `ArrayFile`
+//!   (streamed record by record, little-endian) and `.npy` headers written.
+//! * `idx` — the `idx` module: IDX files (MNIST's format), plain or
+//!   gzipped, read into an `ArrayFile`.
+//! * `test-hooks` — for this crate's own tests (tiny file geometries); not
+//!   a stable API.
+//!
 //! # Platforms
 //!
 //! 64-bit Unix (Linux, macOS) on little-endian CPUs: the read path maps each
@@ -69,10 +81,13 @@ mod dyn_vec;
 mod engine;
 mod error;
 mod format;
+#[cfg(any(feature = "npy", feature = "idx"))]
+mod foreign;
+mod padding;
 mod ragged;
 mod ragged_batch;
 
-pub use any_store::AnyStore;
+pub use any_store::{AnyBatch, AnyStore, Schema};
 pub use codec::{Codec, DictTier, Dictionary, ZSTD_DICT_LEVEL, ZSTD_LEVEL, train_dict};
 pub use dense::{DenseStore, DynDenseStore};
 pub use dtype::{DType, Element, StoreKind};
@@ -80,7 +95,15 @@ pub use dyn_vec::DynVec;
 pub use engine::{CompactProgress, Stats, VerifyReport};
 pub use error::{Error, Result};
 pub use format::FORMAT_VERSION;
+#[cfg(any(feature = "npy", feature = "idx"))]
+pub use foreign::ArrayFile;
+#[cfg(feature = "idx")]
+pub use foreign::idx;
+#[cfg(feature = "npy")]
+pub use foreign::npy;
+#[cfg(feature = "test-hooks")]
 #[doc(hidden)]
-pub use format::Geometry;
+pub use format::meta::Geometry;
+pub use padding::{PaddedBatch, Padding};
 pub use ragged::{DynRaggedStore, RaggedStore};
 pub use ragged_batch::{DynRaggedBatch, RaggedBatch, RaggedLayout};

@@ -35,10 +35,11 @@ impl DynRaggedStore {
     /// [`Error::AlreadyExists`] if `path` holds anything; [`Error::Io`] when
     /// a file cannot be written (nothing is left behind).
     pub fn create(path: impl AsRef<Path>, dtype: DType, codec: Codec) -> Result<Self> {
-        Self::create_with_geometry(path, dtype, codec, Geometry::default())
+        Self::create_in(path.as_ref(), dtype, codec, Geometry::default())
     }
 
     /// [`create`](Self::create) with a chosen file geometry.
+    #[cfg(feature = "test-hooks")]
     #[doc(hidden)]
     pub fn create_with_geometry(
         path: impl AsRef<Path>,
@@ -46,8 +47,12 @@ impl DynRaggedStore {
         codec: Codec,
         geometry: Geometry,
     ) -> Result<Self> {
+        Self::create_in(path.as_ref(), dtype, codec, geometry)
+    }
+
+    fn create_in(path: &Path, dtype: DType, codec: Codec, geometry: Geometry) -> Result<Self> {
         Self::from_engine(Engine::create(
-            path.as_ref(),
+            path,
             TypeIdentity::Ragged { dtype },
             codec,
             geometry,
@@ -74,11 +79,11 @@ impl DynRaggedStore {
         }
     }
 
-    fn engine(&self) -> &Engine {
+    pub(crate) fn engine(&self) -> &Engine {
         &self.engine
     }
 
-    fn engine_mut(&mut self) -> &mut Engine {
+    pub(crate) fn engine_mut(&mut self) -> &mut Engine {
         &mut self.engine
     }
 
@@ -296,6 +301,7 @@ impl<T: Element> RaggedStore<T> {
     }
 
     /// [`create`](Self::create) with a chosen file geometry.
+    #[cfg(feature = "test-hooks")]
     #[doc(hidden)]
     pub fn create_with_geometry(
         path: impl AsRef<Path>,

@@ -9,7 +9,7 @@
 
 use burn::tensor::kind::{Basic, Kind, TensorKind};
 use burn::tensor::{Bool, DType as BurnDType, Device, Int, Tensor, TensorData};
-use zrecord::{DType, DynVec};
+use zrecord::{DType, DynVec, PaddedBatch, Padding};
 use zrecord_loader::Batch;
 
 use crate::{Error, Result};
@@ -181,15 +181,17 @@ pub struct Padded<const D: usize, K: Basic = Int> {
 }
 
 /// Pads ragged stream `name` of `batch` into a `Tensor<D, K>` plus lengths
-/// and mask. Records must share one rank, `D - 1`; each axis is padded to
-/// the batch's largest extent with `pad`.
+/// and mask. Records must share one rank, `D - 1`. `padding` is a fill value
+/// (every axis padded to the batch's largest extent) or a
+/// [`Padding`](zrecord::Padding) that caps or fixes the sequence length.
 ///
-/// Padding writes every element once into the padded buffer, which then
-/// becomes the tensor's storage without a further copy.
+/// The loader pads ([`Batch::padded`]); every element is written once into
+/// the padded buffer, which then becomes the tensor's storage without a
+/// further copy.
 ///
 /// ```
 /// use burn::tensor::{Device, Int};
-/// use zrecord::{Codec, RaggedStore};
+/// use zrecord::{Codec, Padding, RaggedStore};
 /// use zrecord_loader::{Loader, Mode};
 /// # let dir = tempfile::tempdir()?;
 ///
@@ -202,18 +204,21 @@ pub struct Padded<const D: usize, K: Basic = Int> {
 /// assert_eq!(padded.values.into_data().try_to_vec_as::<i64>()?, vec![5, 6, 7, 8, 0, 0]);
 /// assert_eq!(padded.lengths.into_data().try_to_vec_as::<i64>()?, vec![3, 1]);
 /// assert_eq!(padded.mask.dims(), [2, 3]);
+///
+/// let capped = zrecord_burn::ragged_padded::<i32, 2, Int>(&batch, "tokens", Padding::new(0).max_len(2), &Device::flex())?;
+/// assert_eq!(capped.values.into_data().try_to_vec_as::<i64>()?, vec![5, 6, 8, 0]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
 /// # Errors
-/// The batch's errors for an unknown or dense stream, or one of another
-/// dtype than `T` ([`Error::Loader`]); [`Error::Rank`] when the records are
-/// not of rank `D - 1`; [`Error::MixedRank`] when they differ in rank;
-/// [`Error::Tensor`] for a dtype Burn cannot convert.
+/// The batch's errors for an unknown or dense stream, one of another dtype
+/// than `T`, or records that cannot be padded — of different ranks, say
+/// ([`Error::Loader`]); [`Error::Rank`] when the records are not of rank
+/// `D - 1`; [`Error::Tensor`] for a dtype Burn cannot convert.
 pub fn ragged_padded<T, const D: usize, K>(
     batch: &Batch,
     name: &str,
-    pad: T,
+    padding: impl Into<Padding<T>>,
     device: &Device,
 ) -> Result<Padded<D, K>>
 where
@@ -228,93 +233,36 @@ where
         });
     }
     let view = batch.ragged::<T>(name)?;
-    let layout = view.layout();
-    let n = layout.len();
-    let rank = D.checked_sub(1).ok_or_else(|| Error::Rank {
+    let n = view.len();
+    let rank_error = |record: &[usize]| Error::Rank {
         stream: name.into(),
         expected: D,
-        shape: vec![n],
-    })?;
-
-    // The padded extent of every record axis.
-    let mut extents = vec![0usize; rank];
-    for k in 0..n {
-        let shape = layout.shape(k).unwrap_or(&[]);
-        if shape.len() != rank {
-            return Err(if k == 0 {
-                Error::Rank {
-                    stream: name.into(),
-                    expected: D,
-                    shape: std::iter::once(n).chain(shape.iter().copied()).collect(),
-                }
-            } else {
-                Error::MixedRank {
-                    stream: name.into(),
-                    record: k,
-                    expected: rank,
-                    found: shape.len(),
-                }
-            });
-        }
-        for (e, &d) in extents.iter_mut().zip(shape) {
-            *e = (*e).max(d);
-        }
+        shape: std::iter::once(n).chain(record.iter().copied()).collect(),
+    };
+    let rank = D.checked_sub(1).ok_or_else(|| rank_error(&[]))?;
+    if let Some(first) = view.layout().shape(0)
+        && first.len() != rank
+    {
+        return Err(rank_error(first));
     }
-    let per_record: usize = extents.iter().product();
-    let total = n
-        .checked_mul(per_record)
-        .ok_or_else(|| Error::InvalidArgument(format!("padding {name:?} overflows")))?;
-
-    let mut values = vec![pad; total];
-    let mut mask = vec![false; total];
-    let mut lengths = Vec::with_capacity(n);
-    // Row-major strides of the padded record.
-    let mut strides = vec![1usize; rank];
-    for axis in (0..rank.saturating_sub(1)).rev() {
-        strides[axis] = strides[axis + 1] * extents[axis + 1];
+    let PaddedBatch {
+        values,
+        mask,
+        lengths,
+        mut shape,
+        ..
+    } = batch.padded(name, padding)?;
+    if n == 0 {
+        shape = vec![0; D]; // no record to take the rank from
     }
-    let source = view.values();
-    for k in 0..n {
-        let shape = layout.shape(k).unwrap_or(&[]);
-        let range = layout.range(k).unwrap_or(0..0);
-        let record = source.get(range).unwrap_or(&[]);
-        lengths.push(shape.first().map_or(1, |&d| d as i64));
-        let base = k * per_record;
-        let row = shape.last().copied().unwrap_or(1);
-        // Walk the rows (all axes but the last) of the record.
-        let mut index = vec![0usize; rank.saturating_sub(1)];
-        for chunk in record.chunks(row.max(1)) {
-            let offset = base
-                + index
-                    .iter()
-                    .zip(&strides)
-                    .map(|(i, s)| i * s)
-                    .sum::<usize>();
-            if let (Some(dst), Some(flags)) = (
-                values.get_mut(offset..offset + chunk.len()),
-                mask.get_mut(offset..offset + chunk.len()),
-            ) {
-                dst.copy_from_slice(chunk);
-                flags.fill(true);
-            }
-            // Advance the row index, last axis fastest.
-            for axis in (0..index.len()).rev() {
-                index[axis] += 1;
-                if index[axis] < shape[axis] {
-                    break;
-                }
-                index[axis] = 0;
-            }
-        }
-    }
-
-    let mut padded_shape = Vec::with_capacity(D);
-    padded_shape.push(n);
-    padded_shape.extend_from_slice(&extents);
+    let lengths = lengths
+        .into_iter()
+        .map(|l| i64::try_from(l).map_err(|_| Error::InvalidArgument(format!("length {l}"))))
+        .collect::<Result<Vec<i64>>>()?;
     Ok(Padded {
-        values: tensor_from_data(TensorData::new(values, padded_shape.clone()), name, device)?,
+        values: tensor_from_data(TensorData::new(values, shape.clone()), name, device)?,
         lengths: tensor_from_data(TensorData::new(lengths, [n]), name, device)?,
-        mask: tensor_from_data(TensorData::new(mask, padded_shape), name, device)?,
+        mask: tensor_from_data(TensorData::new(mask, shape), name, device)?,
     })
 }
 

@@ -8,9 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use burn::data::dataloader::{DataLoader, DataLoaderIterator, Progress};
 use burn::data::dataset::DatasetError;
 use burn::tensor::Device;
-use zrecord_loader::{Batch, CounterSnapshot, Counters, Loader, Mode, Stream};
+use zrecord_loader::{Batch, CounterSnapshot, Counters, Loader, LoaderBuilder, Mode, Stream};
 
-use crate::dataset::check_streams;
 use crate::{Error, Result};
 
 /// Turns one loader batch into the model's input, on the worker threads.
@@ -31,79 +30,52 @@ pub enum EpochMode {
 
 /// Configures a [`StoreDataLoader`]; from [`StoreDataLoader::builder`].
 ///
+/// The loader's own configuration — streams, sampling, threads — is a
+/// [`LoaderBuilder`], checked by the loader; this adds the epoch settings.
 /// Everything the loader needs to (re)start at any step is kept here, which is
 /// what lets [`slice`](DataLoader::slice), [`to_device`](DataLoader::to_device)
 /// and a dropped iterator stay deterministic.
 #[derive(Clone)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct StoreDataLoaderBuilder {
-    streams: Vec<(String, Stream)>,
-    batch_size: u64,
-    mode: Mode,
-    seed: u64,
-    shard: Option<(u64, u64)>,
-    subset: Option<Arc<[u64]>>,
-    start_step: u64,
-    workers: usize,
-    prefetch: usize,
+    loader: LoaderBuilder<Batch>,
     steps_per_epoch: Option<u64>,
     epoch_mode: EpochMode,
     first_epoch: u64,
 }
 
+/// Setters that configure the inner [`LoaderBuilder`]; each documents its
+/// default there.
+macro_rules! loader_setters {
+    ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*);)*) => {$(
+        $(#[$doc])*
+        pub fn $name(mut self, $($arg: $ty),*) -> Self {
+            self.loader = self.loader.$name($($arg),*);
+            self
+        }
+    )*};
+}
+
 impl StoreDataLoaderBuilder {
-    /// Adds a stream: any store (dense or ragged, any dtype), or an `Arc` of
-    /// a dtype-tagged one to share it with other loaders.
-    pub fn stream(mut self, name: impl Into<String>, stream: impl Into<Stream>) -> Self {
-        self.streams.push((name.into(), stream.into()));
-        self
-    }
-
-    /// The sampling mode (default [`Mode::Cyclic`]: a fresh permutation
-    /// every pass, every batch full).
-    pub fn mode(mut self, mode: Mode) -> Self {
-        self.mode = mode;
-        self
-    }
-
-    /// The seed (default 0).
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
-    }
-
-    /// This process's `rank` among `world_size` data-parallel ranks: each
-    /// gets its contiguous share of every global batch (`world_size` must
-    /// divide the batch size). [`num_items`](DataLoader::num_items) counts
-    /// this rank's items.
-    pub fn shard(mut self, rank: u64, world_size: u64) -> Self {
-        self.shard = Some((rank, world_size));
-        self
-    }
-
-    /// Samples only these record indices (a train/validation split, a filter result).
-    pub fn subset(mut self, indices: impl Into<Arc<[u64]>>) -> Self {
-        self.subset = Some(indices.into());
-        self
-    }
-
-    /// The sampler step of epoch 0's first batch (default 0).
-    pub fn start_step(mut self, step: u64) -> Self {
-        self.start_step = step;
-        self
-    }
-
-    /// Worker threads that gather and convert (default 2; at least 1).
-    /// Batches are the same for every worker count.
-    pub fn workers(mut self, workers: usize) -> Self {
-        self.workers = workers.max(1);
-        self
-    }
-
-    /// Batches in flight at once (default 4; at least 1); memory is bounded by it.
-    pub fn prefetch(mut self, batches: usize) -> Self {
-        self.prefetch = batches.max(1);
-        self
+    loader_setters! {
+        /// Adds a stream: see [`LoaderBuilder::stream`].
+        fn stream(name: impl Into<String>, stream: impl Into<Stream>);
+        /// The sampling mode: see [`LoaderBuilder::mode`].
+        fn mode(mode: Mode);
+        /// The seed: see [`LoaderBuilder::seed`].
+        fn seed(seed: u64);
+        /// This process's share of every global batch: see
+        /// [`LoaderBuilder::shard`]. [`num_items`](DataLoader::num_items)
+        /// counts this rank's items.
+        fn shard(rank: u64, world_size: u64);
+        /// Samples only these record indices: see [`LoaderBuilder::subset`].
+        fn subset(indices: impl Into<Arc<[u64]>>);
+        /// The sampler step of epoch 0's first batch: see [`LoaderBuilder::start_step`].
+        fn start_step(step: u64);
+        /// Worker threads that gather and convert: see [`LoaderBuilder::workers`].
+        fn workers(workers: usize);
+        /// Batches in flight at once: see [`LoaderBuilder::prefetch`].
+        fn prefetch(batches: usize);
     }
 
     /// Steps in one epoch (default: one pass over the data, `⌊len / batch⌋`).
@@ -135,30 +107,26 @@ impl StoreDataLoaderBuilder {
     /// once; the worker threads that serve batches start on the first `iter`.
     ///
     /// # Errors
-    /// [`Error::NoStreams`], [`Error::DuplicateStream`],
-    /// [`Error::LengthMismatch`], [`Error::InvalidArgument`] for zero steps
-    /// per epoch, and [`Error::Loader`] for a sampling configuration the
-    /// loader refuses (a batch larger than the data in a cyclic mode, a world
-    /// size that does not divide the batch, a subset out of range).
+    /// [`Error::InvalidArgument`] for zero steps per epoch, and
+    /// [`Error::Loader`] for whatever [`LoaderBuilder::build`] refuses: no
+    /// streams, two of one name or of different lengths, a batch larger than
+    /// the data in a cyclic mode, a world size that does not divide the
+    /// batch, a subset out of range.
     pub fn build<O, F>(self, device: &Device, convert: F) -> Result<StoreDataLoader<O>>
     where
         O: Send + 'static,
         F: Fn(Batch, &Device) -> Result<O> + Send + Sync + 'static,
     {
-        check_streams(&self.streams)?;
         if self.steps_per_epoch == Some(0) {
             return Err(Error::InvalidArgument(
                 "an epoch needs at least one step".into(),
             ));
         }
-        // Build a loader once to validate the sampling configuration and learn
-        // the batch geometry; it is dropped at once (one worker, one batch).
-        let probe = self
-            .loader_builder(self.start_step)
-            .workers(1)
-            .prefetch(1)
-            .build()?;
+        // Build a loader once to check the configuration and learn the batch
+        // geometry; it is dropped at once (one worker, one batch).
+        let probe = self.loader.clone().workers(1).prefetch(1).build()?;
         let batch_size = probe.batch_size();
+        let start_step = probe.step();
         let steps_per_epoch = self.steps_per_epoch.unwrap_or(probe.steps_per_epoch());
         drop(probe);
         let first_epoch = self.first_epoch;
@@ -167,6 +135,7 @@ impl StoreDataLoaderBuilder {
             convert: Arc::new(convert),
             device: device.clone(),
             steps: 0..steps_per_epoch,
+            start_step,
             steps_per_epoch,
             batch_size,
             counters: Arc::new(Mutex::new(Vec::new())),
@@ -175,25 +144,6 @@ impl StoreDataLoaderBuilder {
                 next_epoch: first_epoch,
             }),
         })
-    }
-
-    fn loader_builder(&self, step: u64) -> zrecord_loader::LoaderBuilder<Batch> {
-        let mut builder = Loader::builder(self.batch_size)
-            .mode(self.mode)
-            .seed(self.seed)
-            .start_step(step)
-            .workers(self.workers)
-            .prefetch(self.prefetch);
-        for (name, stream) in &self.streams {
-            builder = builder.stream(name.clone(), stream.clone());
-        }
-        if let Some((rank, world)) = self.shard {
-            builder = builder.shard(rank, world);
-        }
-        if let Some(subset) = &self.subset {
-            builder = builder.subset(Arc::clone(subset));
-        }
-        builder
     }
 }
 
@@ -272,6 +222,8 @@ pub struct StoreDataLoader<O> {
     device: Device,
     /// The steps of each epoch this loader serves, relative to the epoch's start.
     steps: Range<u64>,
+    /// The sampler step of epoch 0's first batch.
+    start_step: u64,
     steps_per_epoch: u64,
     /// Records per batch on this rank.
     batch_size: usize,
@@ -295,15 +247,7 @@ impl StoreDataLoader<()> {
     /// one pass per epoch, [`EpochMode::Continue`].
     pub fn builder(batch_size: u64) -> StoreDataLoaderBuilder {
         StoreDataLoaderBuilder {
-            streams: Vec::new(),
-            batch_size,
-            mode: Mode::Cyclic,
-            seed: 0,
-            shard: None,
-            subset: None,
-            start_step: 0,
-            workers: 2,
-            prefetch: 4,
+            loader: Loader::builder(batch_size),
             steps_per_epoch: None,
             epoch_mode: EpochMode::Continue,
             first_epoch: 0,
@@ -340,8 +284,7 @@ impl<O: Send + 'static> StoreDataLoader<O> {
 
     /// The sampler step of position `r` of `epoch` (relative to the epoch's start).
     pub fn step_of(&self, epoch: u64, r: u64) -> u64 {
-        self.config
-            .start_step
+        self.start_step
             .saturating_add(epoch.saturating_mul(self.steps_per_epoch))
             .saturating_add(r)
     }
@@ -379,6 +322,7 @@ impl<O: Send + 'static> StoreDataLoader<O> {
             convert: Arc::clone(&self.convert),
             device: device.clone(),
             steps,
+            start_step: self.start_step,
             steps_per_epoch: self.steps_per_epoch,
             batch_size: self.batch_size,
             counters: Arc::clone(&self.counters),
@@ -400,7 +344,9 @@ impl<O: Send + 'static> StoreDataLoader<O> {
             let device = self.device.clone();
             let loader = self
                 .config
-                .loader_builder(step)
+                .loader
+                .clone()
+                .start_step(step)
                 .transform(move |batch| convert(batch, &device))
                 .build()?;
             self.counters

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use burn::data::dataset::{Dataset, DatasetError};
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use zrecord::{DType, DynRaggedBatch, DynVec, Element, StoreKind};
-use zrecord_loader::Stream;
+use zrecord_loader::{Stream, check_streams};
 
 use crate::{Error, Result};
 
@@ -219,7 +219,10 @@ impl StoreDatasetBuilder {
     /// record `i` of every stream.
     ///
     /// # Errors
-    /// [`Error::NoStreams`], [`Error::DuplicateStream`], [`Error::LengthMismatch`].
+    /// [`Error::Loader`] with what a loader refuses too:
+    /// [`NoStreams`](zrecord_loader::Error::NoStreams),
+    /// [`DuplicateStream`](zrecord_loader::Error::DuplicateStream),
+    /// [`LengthMismatch`](zrecord_loader::Error::LengthMismatch).
     pub fn build<I, F>(self, item: F) -> Result<StoreDataset<I>>
     where
         F: Fn(Record<'_>) -> Result<I> + Send + Sync + 'static,
@@ -231,27 +234,6 @@ impl StoreDatasetBuilder {
             item: Arc::new(item),
         })
     }
-}
-
-/// Checks that there is at least one stream, names are unique and lengths
-/// equal; returns the length.
-pub(crate) fn check_streams(streams: &[(String, Stream)]) -> Result<u64> {
-    let (first, stream) = streams.first().ok_or(Error::NoStreams)?;
-    let len = stream.len();
-    for (k, (name, stream)) in streams.iter().enumerate() {
-        if streams[..k].iter().any(|(n, _)| n == name) {
-            return Err(Error::DuplicateStream { name: name.clone() });
-        }
-        if stream.len() != len {
-            return Err(Error::LengthMismatch {
-                first: first.clone(),
-                first_len: len,
-                other: name.clone(),
-                other_len: stream.len(),
-            });
-        }
-    }
-    Ok(len)
 }
 
 /// One stream's records for a `get_many` call.

@@ -15,34 +15,12 @@ pub enum Error {
     #[error(transparent)]
     Store(#[from] zrecord::Error),
 
-    /// The loader failed: a gather at some step, a panicking converter, a bad
-    /// configuration, or a batch that lacks the stream a converter asked for.
+    /// The loader failed: a gather at some step, a panicking converter, a
+    /// configuration it refuses (no streams, two of one name or of different
+    /// lengths, a bad sampling setting), or a batch that lacks the stream a
+    /// converter asked for.
     #[error(transparent)]
     Loader(#[from] zrecord_loader::Error),
-
-    /// A dataset or data loader needs at least one stream.
-    #[error("at least one stream is needed")]
-    NoStreams,
-
-    /// Two streams have the same name.
-    #[error("two streams are named {name:?}")]
-    DuplicateStream {
-        /// The repeated name.
-        name: String,
-    },
-
-    /// Streams of different lengths cannot be read at the same indices.
-    #[error("stream {first:?} has {first_len} records but stream {other:?} has {other_len}")]
-    LengthMismatch {
-        /// The first stream.
-        first: String,
-        /// Its length.
-        first_len: u64,
-        /// The stream that differs.
-        other: String,
-        /// Its length.
-        other_len: u64,
-    },
 
     /// A tensor of rank `expected` was asked for data of another rank.
     #[error("stream {stream:?}: a rank-{expected} tensor cannot hold data shaped {shape:?}")]
@@ -53,22 +31,6 @@ pub enum Error {
         expected: usize,
         /// The shape of the data.
         shape: Vec<usize>,
-    },
-
-    /// The records of a ragged stream differ in rank, so they cannot be padded
-    /// into one tensor.
-    #[error(
-        "stream {stream:?}: record {record} has rank {found}, record 0 has rank {expected}; padding needs one rank"
-    )]
-    MixedRank {
-        /// The stream.
-        stream: String,
-        /// Position of the offending record in the batch.
-        record: usize,
-        /// The rank of record 0.
-        expected: usize,
-        /// Its rank.
-        found: usize,
     },
 
     /// A stream holds a dtype the requested tensor kind cannot take.

@@ -256,12 +256,14 @@ fn ragged_errors_are_typed_not_panics() {
     let r = ragged_padded::<i64, 2, Int>(&batch, "r", 0, &device);
     assert!(matches!(
         r,
-        Err(Error::MixedRank {
-            record: 1,
-            expected: 1,
-            found: 2,
+        Err(Error::Loader(zrecord_loader::Error::Pad {
+            source: zrecord::Error::MixedRank {
+                record: 1,
+                expected: 1,
+                found: 2,
+            },
             ..
-        })
+        }))
     ));
     let r = ragged_padded::<i64, 3, Int>(&batch, "r", 0, &device);
     assert!(matches!(r, Err(Error::Rank { expected: 3, .. })));

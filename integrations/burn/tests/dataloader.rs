@@ -193,7 +193,7 @@ fn bad_configurations_fail_at_build() {
     let build = |b: StoreDataLoaderBuilder| b.build(&Device::flex(), |batch, _| Ok(batch.len()));
     assert!(matches!(
         build(StoreDataLoader::builder(4)),
-        Err(Error::NoStreams)
+        Err(Error::Loader(zrecord_loader::Error::NoStreams))
     ));
     assert!(matches!(
         build(builder(dir.path(), "a", 200)),

@@ -113,10 +113,13 @@ fn builder_checks_the_streams() {
         .stream("a", a)
         .stream("b", b)
         .build(|_| Ok(()));
-    assert!(matches!(r, Err(Error::LengthMismatch { .. })));
+    assert!(matches!(
+        r,
+        Err(Error::Loader(zrecord_loader::Error::LengthMismatch { .. }))
+    ));
     assert!(matches!(
         StoreDataset::builder().build(|_| Ok(())),
-        Err(Error::NoStreams)
+        Err(Error::Loader(zrecord_loader::Error::NoStreams))
     ));
 }
 

@@ -54,23 +54,7 @@ pub enum Error {
         elements: usize,
     },
 
-    /// The records of a ragged stream differ in rank, so they cannot be
-    /// padded into one tensor.
-    #[error(
-        "{stream}: record {record} has rank {found}, record 0 has rank {expected}; padding needs one rank"
-    )]
-    MixedRank {
-        /// The stream.
-        stream: String,
-        /// Position of the offending record in the batch.
-        record: usize,
-        /// The rank of record 0.
-        expected: usize,
-        /// Its rank.
-        found: usize,
-    },
-
-    /// A padded tensor or a length would exceed what its type can count.
+    /// A length would exceed what its type can count.
     #[error("{stream}: {what} overflows")]
     Overflow {
         /// The stream.

@@ -1,7 +1,7 @@
 //! Ragged records padded into one tensor, with lengths and a mask.
 
 use candle_core::{Device, Tensor};
-use zrecord::{DynVec, Element, RaggedLayout};
+use zrecord::{DynVec, Element, PaddedBatch, Padding, RaggedLayout};
 use zrecord_loader::Batch;
 
 use crate::convert::to_tensor;
@@ -24,16 +24,17 @@ pub struct Padded {
 }
 
 /// Pads ragged stream `name` of `batch` into one tensor on `device`, with
-/// each record's length and a mask. Every axis is padded to the batch's
-/// largest extent with `pad`; the records must share one rank.
+/// each record's length and a mask. `padding` is a fill value (every axis
+/// padded to the batch's largest extent) or a [`Padding`] that caps or fixes
+/// the sequence length; the records must share one rank.
 ///
-/// Padding writes every element once into a new buffer, which then becomes
-/// the tensor's storage without a further copy on the CPU. The stream stays
-/// in the batch.
+/// The loader pads ([`Batch::padded`]): every element is written once into a
+/// new buffer, which then becomes the tensor's storage without a further
+/// copy on the CPU. The stream stays in the batch.
 ///
 /// ```
 /// use candle_core::Device;
-/// use zrecord::{Codec, RaggedStore};
+/// use zrecord::{Codec, Padding, RaggedStore};
 /// use zrecord_loader::{Loader, Mode};
 /// # let dir = tempfile::tempdir()?;
 ///
@@ -46,23 +47,25 @@ pub struct Padded {
 /// assert_eq!(padded.values.to_vec2::<u32>()?, vec![vec![5, 6, 7], vec![8, 0, 0]]);
 /// assert_eq!(padded.lengths.to_vec1::<u32>()?, vec![3, 1]);
 /// assert_eq!(padded.mask.to_vec2::<u8>()?, vec![vec![1, 1, 1], vec![1, 0, 0]]);
+///
+/// let fixed = zrecord_candle::ragged_padded(&batch, "tokens", Padding::new(0u32).fixed_len(4), &Device::Cpu)?;
+/// assert_eq!(fixed.values.dims(), &[2, 4]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 ///
 /// # Errors
-/// [`Error::Loader`] for an unknown, dense or taken stream, or one of
-/// another dtype than `T`; [`Error::MixedRank`] when the records differ in
-/// rank; [`Error::OutOfRange`] for a `u64` value (or `pad`) above
-/// `i64::MAX`; [`Error::Overflow`] for a padded size or a length that does
-/// not fit; [`Error::Candle`] when the device refuses the buffers.
+/// [`Error::Loader`] for an unknown, dense or taken stream, one of another
+/// dtype than `T`, or records that cannot be padded (of different ranks, a
+/// padded size that overflows); [`Error::OutOfRange`] for a `u64` value (or
+/// fill) above `i64::MAX`; [`Error::Overflow`] for a length above
+/// `u32::MAX`; [`Error::Candle`] when the device refuses the buffers.
 pub fn ragged_padded<T: Element>(
     batch: &Batch,
     name: &str,
-    pad: T,
+    padding: impl Into<Padding<T>>,
     device: &Device,
 ) -> Result<Padded> {
-    let view = batch.ragged::<T>(name)?;
-    pad_impl(view.values(), view.layout(), pad, device, name)
+    to_padded(batch.padded(name, padding)?, device, name)
 }
 
 /// [`ragged_padded`] for packed records from anywhere: a store's
@@ -88,116 +91,41 @@ pub fn ragged_padded<T: Element>(
 /// ```
 ///
 /// # Errors
-/// As [`ragged_padded`], and [`Error::Shape`] when `values` does not hold
-/// exactly the layout's elements.
+/// As [`ragged_padded`], with the store's error ([`Error::Store`]) where
+/// the records cannot be padded or `values` does not hold exactly the
+/// layout's elements.
 pub fn pad_records<T: Element>(
     values: &[T],
     layout: &RaggedLayout,
-    pad: T,
+    padding: impl Into<Padding<T>>,
     device: &Device,
 ) -> Result<Padded> {
-    pad_impl(values, layout, pad, device, "values")
+    to_padded(padding.into().pad(values, layout)?, device, "values")
 }
 
-fn pad_impl<T: Element>(
-    values: &[T],
-    layout: &RaggedLayout,
-    pad: T,
-    device: &Device,
-    stream: &str,
-) -> Result<Padded> {
-    if values.len() != layout.total() {
-        return Err(Error::Shape {
-            stream: stream.into(),
-            shape: vec![layout.total()],
-            elements: values.len(),
-        });
-    }
-    let n = layout.len();
-    let overflow = |what| Error::Overflow {
-        stream: stream.into(),
-        what,
-    };
-
-    // The padded extent of every record axis.
-    let rank = layout.shape(0).map_or(0, <[usize]>::len);
-    let mut extents = vec![0usize; rank];
-    let mut lengths = Vec::with_capacity(n);
-    for k in 0..n {
-        let shape = layout.shape(k).unwrap_or(&[]);
-        if shape.len() != rank {
-            return Err(Error::MixedRank {
+/// The padded buffers as candle tensors: lengths as `u32`, the mask as `u8`.
+fn to_padded<T: Element>(padded: PaddedBatch<T>, device: &Device, stream: &str) -> Result<Padded> {
+    let PaddedBatch {
+        values,
+        mask,
+        lengths,
+        shape,
+        ..
+    } = padded;
+    let lengths = lengths
+        .into_iter()
+        .map(|l| {
+            u32::try_from(l).map_err(|_| Error::Overflow {
                 stream: stream.into(),
-                record: k,
-                expected: rank,
-                found: shape.len(),
-            });
-        }
-        for (e, &d) in extents.iter_mut().zip(shape) {
-            *e = (*e).max(d);
-        }
-        let length = shape.first().copied().unwrap_or(1);
-        lengths.push(u32::try_from(length).map_err(|_| overflow("a record length (u32)"))?);
-    }
-    let per_record = extents
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| overflow("the padded record size"))?;
-    let total = n
-        .checked_mul(per_record)
-        .ok_or_else(|| overflow("the padded batch size"))?;
-
-    let mut padded = vec![pad; total];
-    let mut mask = vec![0u8; total];
-    // Row-major strides of a padded record; a "row" is a run along the last axis.
-    let mut strides = vec![1usize; rank];
-    for axis in (0..rank.saturating_sub(1)).rev() {
-        strides[axis] = strides[axis + 1] * extents[axis + 1];
-    }
-    let mut index = vec![0usize; rank.saturating_sub(1)];
-    for k in 0..n {
-        let (Some(shape), Some(range)) = (layout.shape(k), layout.range(k)) else {
-            continue;
-        };
-        let Some(record) = values.get(range) else {
-            continue;
-        };
-        let row = shape.last().copied().unwrap_or(1);
-        if row == 0 {
-            continue; // an empty record: nothing to copy
-        }
-        let base = k * per_record;
-        index.fill(0);
-        for chunk in record.chunks(row) {
-            let offset = base
-                + index
-                    .iter()
-                    .zip(&strides)
-                    .map(|(i, s)| i * s)
-                    .sum::<usize>();
-            let span = offset..offset + chunk.len();
-            if let (Some(dst), Some(flags)) = (padded.get_mut(span.clone()), mask.get_mut(span)) {
-                dst.copy_from_slice(chunk);
-                flags.fill(1);
-            }
-            // The next row: advance the index over all axes but the last,
-            // last of them fastest.
-            for axis in (0..index.len()).rev() {
-                index[axis] += 1;
-                if index[axis] < shape[axis] {
-                    break;
-                }
-                index[axis] = 0;
-            }
-        }
-    }
-
-    let mut padded_shape = Vec::with_capacity(rank + 1);
-    padded_shape.push(n);
-    padded_shape.extend_from_slice(&extents);
+                what: "a record length (u32)",
+            })
+        })
+        .collect::<Result<Vec<u32>>>()?;
+    let n = lengths.len();
     Ok(Padded {
-        values: to_tensor(DynVec::from(padded), &padded_shape, device, stream, false)?,
+        values: to_tensor(DynVec::from(values), &shape, device, stream, false)?,
         lengths: Tensor::from_vec(lengths, n, device)?,
-        mask: Tensor::from_vec(mask, padded_shape, device)?,
+        // bool → u8 reinterprets the buffer in place (the crate's dtype table).
+        mask: to_tensor(DynVec::from(mask), &shape, device, stream, false)?,
     })
 }

@@ -29,8 +29,12 @@ const ZSTD_DICT: u8 = 2;
 
 /// How the record table and the data are cut into files. Persisted in
 /// `meta.zr`; the defaults are the format's (2^28-entry segments, 4 GiB
-/// chunks). Tests use tiny ones to exercise rollover.
+/// chunks). Tests use tiny ones to exercise rollover (feature `test-hooks`).
 #[doc(hidden)]
+#[cfg_attr(
+    not(feature = "test-hooks"),
+    expect(unreachable_pub, reason = "public with the test-hooks feature only")
+)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Geometry {
     /// log2 of the entries per `.loc` segment (4..=28).

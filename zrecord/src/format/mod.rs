@@ -10,7 +10,7 @@ mod shape;
 mod typed;
 
 pub(crate) use loc::{LOC_ENTRY_LEN, RecordLoc};
-pub use meta::Geometry;
+pub(crate) use meta::Geometry;
 pub(crate) use meta::{META_LEN, MetaHeader};
 pub(crate) use shape::{decode_shape, encode_shape};
 pub(crate) use typed::{StoreHeader, TypeIdentity};

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use zrecord::{AnyStore, DynRaggedBatch, DynVec};
+use zrecord::AnyStore;
 
 use crate::progress;
 
@@ -25,19 +25,10 @@ pub(crate) fn run(args: Args, quiet: bool) -> Result<()> {
     if store.is_empty() || args.batch == 0 {
         bail!("nothing to gather: the store is empty or --batch is 0");
     }
-    let mut dense = DynVec::new(store.dtype());
-    let mut ragged = DynRaggedBatch::new(store.dtype());
+    let mut batch = store.new_batch();
     let mut gather = |indices: &[u64]| -> Result<u64> {
-        Ok(match &store {
-            AnyStore::Dense(s) => {
-                s.gather_into(indices, &mut dense)?;
-                dense.as_bytes().len() as u64
-            }
-            AnyStore::Ragged(s) => {
-                s.gather_into(indices, &mut ragged)?;
-                ragged.values().as_bytes().len() as u64
-            }
-        })
+        store.gather_into(indices, &mut batch)?;
+        Ok(batch.as_bytes().len() as u64)
     };
     let mut rng = 0x2545_F491_4F6C_DD1Du64;
     let mut indices = vec![0u64; args.batch];

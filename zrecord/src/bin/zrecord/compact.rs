@@ -23,16 +23,9 @@ pub(crate) fn run(args: Args, quiet: bool) -> Result<()> {
         bar.set_position(p.visited);
         ControlFlow::Continue(())
     };
-    let (before, after) = match &mut store {
-        AnyStore::Dense(s) => (
-            s.stats()?,
-            s.compact_with(on_progress).and_then(|_| s.stats())?,
-        ),
-        AnyStore::Ragged(s) => (
-            s.stats()?,
-            s.compact_with(on_progress).and_then(|_| s.stats())?,
-        ),
-    };
+    let before = store.stats()?;
+    store.compact_with(on_progress)?;
+    let after = store.stats()?;
     bar.finish_and_clear();
     println!(
         "compacted {}: {} records, chunk bytes {} -> {} ({} reclaimed)",

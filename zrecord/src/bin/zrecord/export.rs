@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use zrecord::{AnyStore, DType, DynDenseStore, DynRaggedStore};
 
+use crate::progress;
 use crate::staging::Staged;
-use crate::{npy, progress};
+use crate::transfer::chunk_records;
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
@@ -37,9 +38,10 @@ fn to_npy(store: &DynDenseStore, path: &Path, quiet: bool) -> Result<()> {
     let mut out = BufWriter::new(File::create(path).context("cannot create")?);
     let mut shape = vec![store.len() as usize];
     shape.extend_from_slice(store.item_shape());
-    npy::write_header(&mut out, store.dtype(), &shape)?;
+    out.write_all(&zrecord::npy::header(store.dtype(), &shape)?)
+        .context("cannot write")?;
     let bar = progress::records(quiet, store.len(), "export");
-    let per_chunk = crate::import::chunk_records(store.record_bytes()) as u64;
+    let per_chunk = chunk_records(store.record_bytes()) as u64;
     let mut buf = Vec::new();
     for start in (0..store.len()).step_by(per_chunk as usize) {
         let indices: Vec<u64> = (start..(start + per_chunk).min(store.len())).collect();

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use zrecord::{AnyStore, Stats};
+use zrecord::AnyStore;
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
@@ -18,10 +18,10 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: Args) -> Result<()> {
     let store = AnyStore::open(&args.store).with_context(|| args.store.display().to_string())?;
-    let (stats, codec, shape): (Stats, _, Option<Vec<usize>>) = match &store {
-        AnyStore::Dense(s) => (s.stats()?, s.codec().clone(), Some(s.item_shape().to_vec())),
-        AnyStore::Ragged(s) => (s.stats()?, s.codec().clone(), None),
-    };
+    let stats = store.stats()?;
+    let codec = store.codec();
+    let schema = store.schema();
+    let shape = schema.item_shape();
     let on_disk = allocated_bytes(&args.store)?;
     let ratio = stats.logical_bytes as f64 / stats.live_bytes.max(1) as f64;
     let dict = codec.dictionary().map_or(0, |d| d.len());

@@ -8,11 +8,11 @@ mod compact;
 mod export;
 mod import;
 mod info;
-mod npy;
 mod progress;
 mod recode;
 mod staging;
 mod train_dict;
+mod transfer;
 mod verify;
 
 use std::path::PathBuf;

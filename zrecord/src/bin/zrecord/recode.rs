@@ -6,9 +6,8 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use zrecord::{AnyStore, Dictionary};
 
-use crate::import::{Shape, chunk_records, create};
 use crate::staging::Staged;
-use crate::{CodecArg, TierArg, progress};
+use crate::{CodecArg, TierArg, transfer};
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
@@ -39,26 +38,17 @@ pub(crate) fn run(args: Args, quiet: bool) -> Result<()> {
             )
             .with_context(|| path.display().to_string())?,
         ),
-        (CodecArg::ZstdDict, None) => Some(match &source {
-            AnyStore::Dense(s) => s.train_dict(args.tier.into())?,
-            AnyStore::Ragged(s) => s.train_dict(args.tier.into())?,
-        }),
+        (CodecArg::ZstdDict, None) => Some(source.train_dict(args.tier.into())?),
         _ => None,
     };
-    let shape = match &source {
-        AnyStore::Dense(s) => Shape::Dense {
-            dtype: s.dtype(),
-            item_shape: s.item_shape().to_vec(),
-        },
-        AnyStore::Ragged(s) => Shape::Ragged { dtype: s.dtype() },
-    };
     let staged = Staged::new(&args.destination, args.force)?;
-    let out = create(staged.path(), &shape, crate::codec(args.codec, dict)?)?;
-    copy(&source, &out, quiet)?;
-    match &out {
-        AnyStore::Dense(s) => s.sync()?,
-        AnyStore::Ragged(s) => s.sync()?,
-    }
+    let out = AnyStore::create(
+        staged.path(),
+        &source.schema(),
+        crate::codec(args.codec, dict)?,
+    )?;
+    transfer::copy(&source, &out, quiet)?;
+    out.sync()?;
     drop(out);
     if let Ok(paths) = std::fs::read(args.source.join("paths.txt")) {
         std::fs::write(staged.path().join("paths.txt"), paths).context("cannot copy paths.txt")?;
@@ -69,35 +59,5 @@ pub(crate) fn run(args: Args, quiet: bool) -> Result<()> {
         source.len(),
         args.destination.display()
     );
-    Ok(())
-}
-
-/// Appends every record of `source` to `out` (a store of the same kind and dtype), in index order.
-pub(crate) fn copy(source: &AnyStore, out: &AnyStore, quiet: bool) -> Result<()> {
-    let bar = progress::records(quiet, source.len(), "copy");
-    match (source, out) {
-        (AnyStore::Dense(src), AnyStore::Dense(dst)) => {
-            let step = chunk_records(src.record_bytes()) as u64;
-            let mut buf = Vec::new();
-            for start in (0..src.len()).step_by(step as usize) {
-                let indices: Vec<u64> = (start..(start + step).min(src.len())).collect();
-                buf.resize(indices.len() * src.record_bytes(), 0);
-                src.gather_bytes(&indices, &mut buf)?;
-                dst.append_bytes(src.dtype(), &buf)?;
-                bar.inc(indices.len() as u64);
-            }
-        }
-        (AnyStore::Ragged(src), AnyStore::Ragged(dst)) => {
-            let mut start = 0;
-            while start < src.len() {
-                let indices: Vec<u64> = (start..(start + 4096).min(src.len())).collect();
-                dst.append_batch(&src.gather_dyn(&indices)?)?;
-                bar.inc(indices.len() as u64);
-                start += 4096;
-            }
-        }
-        _ => anyhow::bail!("source and destination are of different kinds"),
-    }
-    bar.finish_and_clear();
     Ok(())
 }

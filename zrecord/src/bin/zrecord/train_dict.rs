@@ -24,11 +24,9 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: Args) -> Result<()> {
     let store = AnyStore::open(&args.store).with_context(|| args.store.display().to_string())?;
-    let dict = match &store {
-        AnyStore::Dense(s) => s.train_dict(args.tier.into()),
-        AnyStore::Ragged(s) => s.train_dict(args.tier.into()),
-    }
-    .with_context(|| args.store.display().to_string())?;
+    let dict = store
+        .train_dict(args.tier.into())
+        .with_context(|| args.store.display().to_string())?;
     let staged = Staged::new(&args.output, args.force)?;
     std::fs::write(staged.path(), dict.as_bytes())
         .with_context(|| format!("cannot write {}", args.output.display()))?;

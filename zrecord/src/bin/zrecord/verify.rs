@@ -18,10 +18,7 @@ pub(crate) fn run(args: Args, quiet: bool) -> Result<(), Failure> {
     let report = AnyStore::open(&args.store).and_then(|store| {
         let bar = progress::records(quiet, store.len(), "verify");
         let progress = |done, _| bar.set_position(done);
-        let report = match &store {
-            AnyStore::Dense(s) => s.verify_with(progress),
-            AnyStore::Ragged(s) => s.verify_with(progress),
-        };
+        let report = store.verify_with(progress);
         bar.finish_and_clear();
         report
     });

@@ -4,12 +4,28 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use zrecord::{DType, RaggedBatch};
+use zrecord::{DType, RaggedBatch, Schema};
 
-use super::{Shape, write_store};
+use super::write_store;
 use crate::Target;
 
-pub(crate) fn run(dir: &Path, pattern: Option<&str>, target: &Target, quiet: bool) -> Result<()> {
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The folder.
+    dir: PathBuf,
+    /// Only files whose path relative to the folder matches (e.g. '**/*.jpg').
+    #[arg(long)]
+    glob: Option<String>,
+    #[command(flatten)]
+    target: Target,
+}
+
+pub(crate) fn run(args: Args, quiet: bool) -> Result<()> {
+    import(&args.dir, args.glob.as_deref(), &args.target, quiet)
+        .with_context(|| args.dir.display().to_string())
+}
+
+fn import(dir: &Path, pattern: Option<&str>, target: &Target, quiet: bool) -> Result<()> {
     if !dir.is_dir() {
         bail!("not a folder");
     }
@@ -37,7 +53,7 @@ pub(crate) fn run(dir: &Path, pattern: Option<&str>, target: &Target, quiet: boo
     let extra = [("paths.txt", paths.as_bytes())];
     write_store(
         target,
-        Shape::Ragged { dtype: DType::U8 },
+        Schema::Ragged { dtype: DType::U8 },
         files.len() as u64,
         quiet,
         &extra,

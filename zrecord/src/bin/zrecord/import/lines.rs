@@ -2,20 +2,36 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use zrecord::{DType, RaggedBatch};
+use zrecord::{DType, RaggedBatch, Schema};
 
-use super::{Shape, write_store};
+use super::write_store;
 use crate::Target;
 
-pub(crate) fn run(file: &Path, skip_empty: bool, target: &Target, quiet: bool) -> Result<()> {
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The text file.
+    file: PathBuf,
+    /// Skip empty lines (records are never empty, so by default an empty line is an error).
+    #[arg(long)]
+    skip_empty: bool,
+    #[command(flatten)]
+    target: Target,
+}
+
+pub(crate) fn run(args: Args, quiet: bool) -> Result<()> {
+    import(&args.file, args.skip_empty, &args.target, quiet)
+        .with_context(|| args.file.display().to_string())
+}
+
+fn import(file: &Path, skip_empty: bool, target: &Target, quiet: bool) -> Result<()> {
     let mut reader = BufReader::new(File::open(file).context("cannot open")?);
     // The number of lines is unknown until the end: the bar only counts.
     write_store(
         target,
-        Shape::Ragged { dtype: DType::U8 },
+        Schema::Ragged { dtype: DType::U8 },
         0,
         quiet,
         &[],

@@ -1,102 +1,44 @@
 //! `zrecord import ...`: data in other formats into a new store.
+//!
+//! Each importer is a file here with its `Args` and a `run` that hands
+//! records to a [`Sink`] inside [`write_store`]; add one by adding its file,
+//! a variant below and a line in [`run`].
 
+mod array;
 mod files;
-mod idx;
 mod lines;
-mod npy;
 mod safetensors;
-
-use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
 use indicatif::ProgressBar;
-use zrecord::{AnyStore, Codec, DType, DynDenseStore, DynRaggedBatch, DynRaggedStore};
+use zrecord::{AnyStore, Codec, DynRaggedBatch, Schema};
 
 use crate::staging::{RemoveOnDrop, Staged};
-use crate::{CodecArg, Target, progress, recode};
+use crate::{CodecArg, Target, progress, transfer};
 
 #[derive(Subcommand)]
 pub(crate) enum Import {
     /// An .npy array: axis 0 indexes records (a 1-D array becomes scalar records).
-    Npy {
-        /// The .npy file.
-        file: PathBuf,
-        #[command(flatten)]
-        target: Target,
-    },
+    Npy(array::Args),
     /// MNIST-style IDX images or labels, plain or gzipped.
-    Idx {
-        /// The IDX file.
-        file: PathBuf,
-        #[command(flatten)]
-        target: Target,
-    },
+    Idx(array::Args),
     /// One tensor of a .safetensors file: axis 0 indexes records.
-    Safetensors {
-        /// The .safetensors file.
-        file: PathBuf,
-        /// The tensor's name.
-        tensor: String,
-        #[command(flatten)]
-        target: Target,
-    },
+    Safetensors(safetensors::Args),
     /// A folder of files, one u8 record each in sorted path order; the paths go to `paths.txt` in the store.
-    Files {
-        /// The folder.
-        dir: PathBuf,
-        /// Only files whose path relative to the folder matches (e.g. '**/*.jpg').
-        #[arg(long)]
-        glob: Option<String>,
-        #[command(flatten)]
-        target: Target,
-    },
+    Files(files::Args),
     /// A text file, one u8 record per line (without its line ending).
-    Lines {
-        /// The text file.
-        file: PathBuf,
-        /// Skip empty lines (records are never empty, so by default an empty line is an error).
-        #[arg(long)]
-        skip_empty: bool,
-        #[command(flatten)]
-        target: Target,
-    },
+    Lines(lines::Args),
 }
 
 pub(crate) fn run(import: Import, quiet: bool) -> Result<()> {
     match import {
-        Import::Npy { file, target } => {
-            npy::run(&file, &target, quiet).with_context(|| file.display().to_string())
-        }
-        Import::Idx { file, target } => {
-            idx::run(&file, &target, quiet).with_context(|| file.display().to_string())
-        }
-        Import::Safetensors {
-            file,
-            tensor,
-            target,
-        } => safetensors::run(&file, &tensor, &target, quiet)
-            .with_context(|| file.display().to_string()),
-        Import::Files { dir, glob, target } => files::run(&dir, glob.as_deref(), &target, quiet)
-            .with_context(|| dir.display().to_string()),
-        Import::Lines {
-            file,
-            skip_empty,
-            target,
-        } => lines::run(&file, skip_empty, &target, quiet)
-            .with_context(|| file.display().to_string()),
+        Import::Npy(args) => array::run(args, |p| zrecord::npy::open(p), quiet),
+        Import::Idx(args) => array::run(args, |p| zrecord::idx::open(p), quiet),
+        Import::Safetensors(args) => safetensors::run(args, quiet),
+        Import::Files(args) => files::run(args, quiet),
+        Import::Lines(args) => lines::run(args, quiet),
     }
-}
-
-/// The kind of store an import writes.
-pub(crate) enum Shape {
-    Dense {
-        dtype: DType,
-        item_shape: Vec<usize>,
-    },
-    Ragged {
-        dtype: DType,
-    },
 }
 
 /// Where an importer puts records.
@@ -108,23 +50,24 @@ pub(crate) struct Sink {
 
 impl Sink {
     /// Appends whole dense records given as little-endian bytes.
+    ///
+    /// # Errors
+    /// A kind mismatch when the store being written is ragged.
     pub(crate) fn dense(&mut self, bytes: &[u8]) -> Result<()> {
-        if let AnyStore::Dense(s) = &self.store {
-            s.append_bytes(s.dtype(), bytes)?;
-            self.advance(
-                bytes.len() as u64 / s.record_bytes() as u64,
-                bytes.len() as u64,
-            );
-        }
+        let store = self.store.as_dense()?;
+        store.append_bytes(store.dtype(), bytes)?;
+        let records = bytes.len() / store.record_bytes();
+        self.advance(records as u64, bytes.len() as u64);
         Ok(())
     }
 
     /// Appends ragged records.
+    ///
+    /// # Errors
+    /// A kind mismatch when the store being written is dense.
     pub(crate) fn ragged(&mut self, batch: &DynRaggedBatch) -> Result<()> {
-        if let AnyStore::Ragged(s) = &self.store {
-            s.append_batch(batch)?;
-            self.advance(batch.len() as u64, batch.values().as_bytes().len() as u64);
-        }
+        self.store.as_ragged()?.append_batch(batch)?;
+        self.advance(batch.len() as u64, batch.values().as_bytes().len() as u64);
         Ok(())
     }
 
@@ -135,12 +78,13 @@ impl Sink {
     }
 }
 
-/// Builds a new store at `target` from what `produce` sends to the sink:
-/// staged beside the target and renamed into place only when complete.
-/// `records` sizes the progress bar; `extra` files are written into the store folder.
+/// Builds a new store of `schema` at `target` from what `produce` sends to
+/// the sink: staged beside the target and renamed into place only when
+/// complete. `records` sizes the progress bar; `extra` files are written
+/// into the store folder.
 pub(crate) fn write_store(
     target: &Target,
-    shape: Shape,
+    schema: Schema,
     records: u64,
     quiet: bool,
     extra: &[(&str, &[u8])],
@@ -160,7 +104,7 @@ pub(crate) fn write_store(
     } else {
         crate::codec(target.codec, None)?
     };
-    let store = create(&first, &shape, codec)?;
+    let store = AnyStore::create(&first, &schema, codec)?;
     let bar = progress::records(quiet, records, "import");
     let mut sink = Sink {
         store,
@@ -171,16 +115,14 @@ pub(crate) fn write_store(
     sink.bar.finish_and_clear();
     let store = sink.store;
     if wants_dict {
-        let dict = match &store {
-            AnyStore::Dense(s) => s.train_dict(target.tier.into()),
-            AnyStore::Ragged(s) => s.train_dict(target.tier.into()),
-        }
-        .context("cannot train a dictionary on the imported data")?;
-        let out = create(staged.path(), &shape, Codec::ZstdDict(dict))?;
-        recode::copy(&store, &out, quiet)?;
-        out_sync(&out)?;
+        let dict = store
+            .train_dict(target.tier.into())
+            .context("cannot train a dictionary on the imported data")?;
+        let out = AnyStore::create(staged.path(), &schema, Codec::ZstdDict(dict))?;
+        transfer::copy(&store, &out, quiet)?;
+        out.sync()?;
     } else {
-        out_sync(&store)?;
+        store.sync()?;
     }
     drop(store);
     for (name, bytes) in extra {
@@ -188,27 +130,4 @@ pub(crate) fn write_store(
         std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
     }
     staged.commit()
-}
-
-/// Creates an empty store of `shape` at `path`.
-pub(crate) fn create(path: &Path, shape: &Shape, codec: Codec) -> Result<AnyStore> {
-    Ok(match shape {
-        Shape::Dense { dtype, item_shape } => {
-            AnyStore::Dense(DynDenseStore::create(path, *dtype, item_shape, codec)?)
-        }
-        Shape::Ragged { dtype } => AnyStore::Ragged(DynRaggedStore::create(path, *dtype, codec)?),
-    })
-}
-
-fn out_sync(store: &AnyStore) -> Result<()> {
-    match store {
-        AnyStore::Dense(s) => s.sync()?,
-        AnyStore::Ragged(s) => s.sync()?,
-    }
-    Ok(())
-}
-
-/// Records per append for `record_bytes`-byte records: about 16 MiB at a time.
-pub(crate) fn chunk_records(record_bytes: usize) -> usize {
-    ((16 << 20) / record_bytes.max(1)).max(1)
 }

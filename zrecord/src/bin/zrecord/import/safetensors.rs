@@ -1,16 +1,32 @@
 //! `zrecord import safetensors`: one tensor of a file, memory-mapped.
 
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use safetensors::{Dtype, SafeTensors};
-use zrecord::DType;
+use zrecord::{DType, Schema};
 
-use super::{Shape, chunk_records, write_store};
+use super::write_store;
 use crate::Target;
+use crate::transfer::chunk_records;
 
-pub(crate) fn run(file: &Path, tensor: &str, target: &Target, quiet: bool) -> Result<()> {
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The .safetensors file.
+    file: PathBuf,
+    /// The tensor's name.
+    tensor: String,
+    #[command(flatten)]
+    target: Target,
+}
+
+pub(crate) fn run(args: Args, quiet: bool) -> Result<()> {
+    import(&args.file, &args.tensor, &args.target, quiet)
+        .with_context(|| args.file.display().to_string())
+}
+
+fn import(file: &Path, tensor: &str, target: &Target, quiet: bool) -> Result<()> {
     let f = File::open(file).context("cannot open")?;
     // SAFETY: the map is read-only and lives only for this import; a file
     // truncated by another program meanwhile could fault, as with any map.
@@ -46,11 +62,11 @@ pub(crate) fn run(file: &Path, tensor: &str, target: &Target, quiet: bool) -> Re
     }
     let record_bytes = dtype.size() * item_shape.iter().product::<usize>();
     let data = view.data();
-    let shape = Shape::Dense {
+    let schema = Schema::Dense {
         dtype,
         item_shape: item_shape.to_vec(),
     };
-    write_store(target, shape, records as u64, quiet, &[], |sink| {
+    write_store(target, schema, records as u64, quiet, &[], |sink| {
         for chunk in data.chunks(chunk_records(record_bytes) * record_bytes) {
             sink.dense(chunk)?;
         }
