@@ -4,7 +4,7 @@ use std::path::Path;
 
 use crate::engine::Engine;
 use crate::format::TypeIdentity;
-use crate::{DType, DynDenseStore, DynRaggedStore, Result, StoreKind};
+use crate::{DType, DynDenseStore, DynRaggedStore, OpenOptions, Result, StoreKind};
 
 /// A store of either kind, opened by [`AnyStore::open`] — for tools and
 /// loaders that take whatever store a path holds.
@@ -31,7 +31,24 @@ impl AnyStore {
     /// # Errors
     /// As [`DynDenseStore::open`].
     pub fn open(path: impl AsRef<Path>) -> Result<AnyStore> {
-        let engine = Engine::open(path.as_ref())?;
+        Self::open_with(path, OpenOptions::new())
+    }
+
+    /// Opens the store at `path` read-only, whichever kind it is, sharing it
+    /// with other read-only handles (see [`OpenOptions`]).
+    ///
+    /// # Errors
+    /// As [`DynDenseStore::open_read_only`].
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<AnyStore> {
+        Self::open_with(path, OpenOptions::new().read_only(true))
+    }
+
+    /// Opens the store at `path` as `options` say, whichever kind it is.
+    ///
+    /// # Errors
+    /// As [`DynDenseStore::open_with`].
+    pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<AnyStore> {
+        let engine = Engine::open(path.as_ref(), options)?;
         Ok(match engine.identity() {
             TypeIdentity::Dense { .. } => AnyStore::Dense(DynDenseStore::from_engine(engine)?),
             TypeIdentity::Ragged { .. } => AnyStore::Ragged(DynRaggedStore::from_engine(engine)?),
@@ -51,6 +68,14 @@ impl AnyStore {
         match self {
             AnyStore::Dense(s) => s.dtype(),
             AnyStore::Ragged(s) => s.dtype(),
+        }
+    }
+
+    /// The store's on-disk format version (1 or 2).
+    pub fn format_version(&self) -> u8 {
+        match self {
+            AnyStore::Dense(s) => s.format_version(),
+            AnyStore::Ragged(s) => s.format_version(),
         }
     }
 
