@@ -45,13 +45,13 @@ impl Journal {
     }
 
     /// Records the move in one write; it counts once this returns. The file
-    /// is first cut to the entry's length, so it always ends where its entry
-    /// ends (the old entry, cleared, cannot check out once cut).
+    /// is emptied first, so at every moment it is a prefix of its entry
+    /// (torn) or exactly its entry.
     pub(crate) fn record(&mut self, phys: u64, loc: RecordLoc, bytes: &[u8]) -> Result<()> {
         self.entry = encode_move_header(phys, loc, bytes);
         self.entry.extend_from_slice(bytes);
         self.file
-            .set_len(self.entry.len() as u64)
+            .set_len(0)
             .map_err(Error::io("truncate", &self.path))?;
         self.file
             .write_all_at(&self.entry, 0)

@@ -64,8 +64,14 @@ pub(crate) fn encode_move_header(phys: u64, loc: RecordLoc, bytes: &[u8]) -> Vec
 
 /// Decodes a compaction journal of `file_len` bytes. `Ok(None)`: no
 /// pending move (cleared, or torn while it was written, before the move
-/// began). `exact`: the file must end where its entry ends (version 2; a
-/// version-1 writer left longer files behind).
+/// began).
+///
+/// `exact` (format version 2): the writer empties the file before each
+/// entry and writes it in one write, so the file is a prefix of its entry
+/// (torn: shorter than the entry says) or exactly the entry, cleared or
+/// not; anything else — longer, a wrong magic, a whole entry whose CRC does
+/// not match — is a corruption error. A version-1 writer wrote entries over
+/// longer old ones, so there a longer file or a bad CRC is a torn entry.
 pub(crate) fn read_move(
     file_len: u64,
     read_at: ReadAt<'_>,
@@ -76,8 +82,13 @@ pub(crate) fn read_move(
     }
     let mut header = [0u8; MOVE_HEADER_LEN];
     read_at(0, &mut header)?;
-    if header[..8] != MOVE_MAGIC {
-        return Ok(None);
+    let cleared = header[..8] == [0; 8];
+    if !cleared && header[..8] != MOVE_MAGIC {
+        return if exact {
+            corrupt(format!("its magic is {:02x?}, not ZRJOURN1", &header[..8]))
+        } else {
+            Ok(None)
+        };
     }
     let crc = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
     let mut phys = [0u8; 8];
@@ -86,14 +97,14 @@ pub(crate) fn read_move(
     entry.copy_from_slice(&header[20..]);
     let (phys, loc) = (u64::from_le_bytes(phys), RecordLoc::decode(&entry));
     let end = MOVE_HEADER_LEN as u64 + u64::from(loc.phys_len);
-    if file_len < end {
-        return Ok(None); // torn
-    }
-    if exact && file_len > end {
+    if exact && (file_len > end || cleared && file_len != end) {
         return corrupt(format!(
             "{file_len} bytes, its entry of a {}-byte record ends at {end}",
             loc.phys_len
         ));
+    }
+    if cleared || file_len < end {
+        return Ok(None); // done, or torn
     }
     let mut hasher = crc32fast::Hasher::new();
     hasher.update(&header[12..]);
@@ -105,7 +116,11 @@ pub(crate) fn read_move(
         hasher.update(&piece[..n]);
         at += n as u64;
     }
-    Ok((hasher.finalize() == crc).then_some(PendingMove { phys, loc }))
+    match (hasher.finalize() == crc, exact) {
+        (true, _) => Ok(Some(PendingMove { phys, loc })),
+        (false, true) => corrupt("its entry is whole but its CRC does not match".into()),
+        (false, false) => Ok(None),
+    }
 }
 
 /// A delete that may not have committed: the physical length before it and
@@ -133,9 +148,11 @@ pub(crate) fn encode_delete(phys_len: u64, targets: &[u64]) -> Vec<u8> {
 
 /// Decodes a delete journal of `file_len` bytes for a store whose committed
 /// physical length is `phys_len`, `group` physical records per logical one.
-/// `Ok(None)`: nothing to redo (torn while written, or the delete had
-/// committed: the length moved on). A journal that checks out must name
-/// distinct targets below the length, in descending order.
+/// `Ok(None)`: nothing to redo (torn while written: shorter than its header
+/// says; or the delete had committed: the length moved on). The file is
+/// written whole in one write into an emptied file, so anything else — a
+/// wrong magic, a longer file, a bad CRC, targets that are not distinct
+/// indices below the length in descending order — is a corruption error.
 pub(crate) fn read_delete(
     file_len: u64,
     read_at: ReadAt<'_>,
@@ -148,7 +165,7 @@ pub(crate) fn read_delete(
     let mut header = [0u8; DELETE_HEADER_LEN];
     read_at(0, &mut header)?;
     if header[..8] != DELETE_MAGIC {
-        return Ok(None);
+        return corrupt(format!("its magic is {:02x?}, not ZRDELET1", &header[..8]));
     }
     let crc = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
     let word = |at: usize| {
@@ -163,11 +180,11 @@ pub(crate) fn read_delete(
     else {
         return corrupt(format!("it claims {n} targets"));
     };
-    if file_len < end {
-        return Ok(None); // torn
-    }
     if file_len > end {
         return corrupt(format!("{file_len} bytes, its {n} targets end at {end}"));
+    }
+    if file_len < end {
+        return Ok(None); // torn
     }
     if before != phys_len {
         return Ok(None); // the delete committed
@@ -182,7 +199,7 @@ pub(crate) fn read_delete(
     hasher.update(&header[12..]);
     hasher.update(&body);
     if hasher.finalize() != crc {
-        return Ok(None); // torn
+        return corrupt("its targets are whole but their CRC does not match".into());
     }
     let targets: Vec<u64> = body
         .chunks_exact(8)
@@ -274,6 +291,16 @@ mod tests {
             Err(JournalError::Corrupt(_))
         ));
         assert_eq!(read_move_bytes(&longer, false).unwrap(), Some(want));
+        // Cleared: no move, and exactly as long as the entry was.
+        let mut cleared = whole.clone();
+        cleared[..8].fill(0);
+        assert_eq!(read_move_bytes(&cleared, true).unwrap(), None);
+        // A file of zeros (of any other size) is no journal zrecord wrote.
+        assert!(matches!(
+            read_move_bytes(&[0; 4096], true),
+            Err(JournalError::Corrupt(_))
+        ));
+        assert_eq!(read_move_bytes(&[0; 4096], false).unwrap(), None);
     }
 
     #[test]
