@@ -214,6 +214,7 @@ impl DynRaggedStore {
                 reason,
             };
             let loc = snap.loc(index, 0)?;
+            snap.check_entry(index, loc, snap.is_raw())?;
             let shape_loc = snap.loc(index, 1)?;
             let shape = snap.raw_record(index, shape_loc, snap.checks_on_read())?;
             let dims = layout.dims_mut();
@@ -229,7 +230,6 @@ impl DynRaggedStore {
                     loc.logic_len
                 )));
             }
-            snap.check_entry(index, loc, snap.is_raw())?;
             layout.finish_record(loc.logic_len as usize / size as usize);
             total_bytes = total_bytes.saturating_add(loc.logic_len.into());
             locs.push(loc);

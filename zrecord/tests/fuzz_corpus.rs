@@ -45,8 +45,16 @@ fn write_seeds() {
         let path = entry.unwrap().path();
         let name = format!("v1-{}", path.file_name().unwrap().to_string_lossy());
         seeds.push(("store", name.clone(), fuzzing::pack_store(&path).unwrap()));
-        seeds.push(("meta", name.clone(), std::fs::read(path.join("meta.zr")).unwrap()));
-        seeds.push(("store_header", name, std::fs::read(path.join("store.zr")).unwrap()));
+        seeds.push((
+            "meta",
+            name.clone(),
+            std::fs::read(path.join("meta.zr")).unwrap(),
+        ));
+        seeds.push((
+            "store_header",
+            name,
+            std::fs::read(path.join("store.zr")).unwrap(),
+        ));
     }
     for (target, name, bytes) in seeds {
         let dir = corpus().join(target);

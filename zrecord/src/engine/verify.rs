@@ -74,6 +74,7 @@ impl Engine {
             reason,
         };
         let loc = snap.loc(index, 0)?;
+        snap.check_entry(index, loc, self.codec.is_raw())?;
         let mut stored = u64::from(loc.phys_len);
         match &self.identity {
             TypeIdentity::Dense { .. } => {
@@ -114,7 +115,6 @@ impl Engine {
         if self.codec.is_raw() {
             valid(snap.raw_record(index, loc, true)?).map_err(corrupt)?;
         } else {
-            snap.check_entry(index, loc, false)?;
             checker
                 .check(snap.stored(index, loc)?, loc.logic_len as usize, valid)
                 .map_err(corrupt)?;
