@@ -15,6 +15,17 @@ use std::process::Command;
 
 use zrecord::{AnyStore, Codec, DenseStore, Error, RaggedStore};
 
+/// These tests run one at a time: a store's lock belongs to its open file
+/// description, which a child forked by another test thread shares until
+/// it execs, so a reopen there could briefly see the store busy.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 const CHILD_ENV: &str = "ZRECORD_CRAFTED_CHILD";
 const CASE_ENV: &str = "ZRECORD_CRAFTED_CASE";
 /// The memory any crafted store may cost beyond its records' declared sizes.
@@ -158,6 +169,7 @@ fn on_linux() -> bool {
 #[test]
 fn a_huge_tail_chunk_is_an_error_not_an_allocation() {
     child_entry();
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let path = dense(dir.path(), "s", Codec::Raw);
     patch(&path.join("meta.zr"), 6, &[0xFF; 4]);
@@ -182,6 +194,7 @@ fn a_huge_tail_chunk_is_an_error_not_an_allocation() {
 
 #[test]
 fn recovery_never_writes_through_a_link_or_to_a_non_file() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let outside = dir.path().join("outside");
     fs::write(&outside, vec![7u8; 5000]).unwrap();
@@ -238,6 +251,7 @@ fn recovery_never_writes_through_a_link_or_to_a_non_file() {
 
 #[test]
 fn only_canonical_names_are_touched() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let path = dense(dir.path(), "s", Codec::Raw);
     let foreign = [
@@ -265,6 +279,7 @@ fn only_canonical_names_are_touched() {
 #[test]
 fn records_past_the_format_limits_are_errors() {
     child_entry();
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     // A ragged record whose entry claims 2^32 - 1 bytes.
     let path = dir.path().join("ragged");
@@ -292,6 +307,7 @@ fn records_past_the_format_limits_are_errors() {
 #[test]
 fn a_two_gib_record_is_verified_in_bounded_memory_and_repeats_cannot_overflow() {
     child_entry();
+    let _serial = serial();
     if !on_linux() {
         println!("skipped: needs /proc/self/status");
         return;
@@ -350,6 +366,7 @@ fn a_two_gib_record_is_verified_in_bounded_memory_and_repeats_cannot_overflow() 
 #[test]
 fn sparse_journals_and_dictionaries_are_found_from_their_size() {
     child_entry();
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     // A 4 GiB sparse compact.journal and a 1 GiB sparse dict.zr.
     let journal = dense(dir.path(), "journal", Codec::Raw);
@@ -405,6 +422,7 @@ fn sparse_journals_and_dictionaries_are_found_from_their_size() {
 
 #[test]
 fn damaged_delete_journals_are_errors_and_repair_removes_them() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let path = dense(dir.path(), "s", Codec::Zstd);
     // Valid magic and length, targets out of order: no zrecord wrote that.
@@ -429,6 +447,7 @@ fn damaged_delete_journals_are_errors_and_repair_removes_them() {
 
 #[test]
 fn unknown_versions_and_features_name_what_they_saw() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let path = dense(dir.path(), "features", Codec::Raw);
     patch(&path.join("store.zr"), 20, &[0x03, 0, 0, 0x80]);

@@ -11,6 +11,17 @@ use std::process::Command;
 
 use zrecord::{Codec, Error, Geometry, RaggedStore};
 
+/// These tests run one at a time: a store's lock belongs to its open file
+/// description, which a child forked by another test thread shares until
+/// it execs, so a reopen there could briefly see the store busy.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 const CHILD_ENV: &str = "ZRECORD_FSIZE_CHILD";
 
 /// 4,095-byte chunks: records of 100, 2,900 and 1,100 bytes put the third
@@ -39,6 +50,7 @@ fn check(store: &RaggedStore<u8>) {
 
 #[test]
 fn a_compaction_stopped_by_its_callback_leaves_records_readable() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s");
     let mut store = store(&path);
@@ -92,6 +104,7 @@ fn child_entry() {
 #[test]
 fn a_compaction_stopped_by_an_io_error_leaves_records_readable() {
     child_entry();
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s");
     drop(store(&path));
