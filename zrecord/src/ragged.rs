@@ -168,8 +168,9 @@ impl DynRaggedStore {
     /// Appends the records of a packed batch. Returns the first new index.
     ///
     /// # Errors
-    /// [`Error::DTypeMismatch`], [`Error::EmptyRecord`] or
-    /// [`Error::InvalidBool`] before anything is written; [`Error::Io`].
+    /// [`Error::DTypeMismatch`], [`Error::InvalidBool`] or (a format-1
+    /// store only) [`Error::EmptyRecord`] before anything is written;
+    /// [`Error::Io`].
     pub fn append_batch(&self, batch: &DynRaggedBatch) -> Result<u64> {
         if batch.dtype() != self.dtype {
             return Err(Error::DTypeMismatch {
@@ -379,11 +380,12 @@ impl<T: Element> RaggedStore<T> {
 
     store_methods!();
 
-    /// Appends arrays of any rank and layout, one record each. Returns the
-    /// first new index.
+    /// Appends arrays of any rank and layout, one record each, zero-element
+    /// ones included (shape `[0]`, `[3, 0]`, ...). Returns the first new index.
     ///
     /// # Errors
-    /// [`Error::EmptyRecord`] before anything is written; [`Error::Io`].
+    /// [`Error::EmptyRecord`] for a zero-element record in a format-1 store,
+    /// before anything is written; [`Error::Io`].
     pub fn append<S, D>(&self, records: &[ArrayBase<S, D>]) -> Result<u64>
     where
         S: Data<Elem = T>,
