@@ -248,8 +248,8 @@ pub fn train(
     device: &Device,
     mut on_epoch: impl FnMut(usize, f32),
 ) -> Result<(Mlp, VarMap, TrainReport), BoxError> {
-    let images = DenseStore::<u8>::open(stores.path("train", "images"))?;
-    let labels = DenseStore::<u8>::open(stores.path("train", "labels"))?;
+    let images = DenseStore::<u8>::open_read_only(stores.path("train", "images"))?;
+    let labels = DenseStore::<u8>::open_read_only(stores.path("train", "labels"))?;
     let dev = device.clone();
     let mut loader = Loader::builder(config.batch)
         .stream("image", images)
@@ -373,8 +373,8 @@ pub fn accuracy(
     split: &str,
     device: &Device,
 ) -> Result<f64, BoxError> {
-    let images = DenseStore::<u8>::open(stores.path(split, "images"))?;
-    let labels = DenseStore::<u8>::open(stores.path(split, "labels"))?;
+    let images = DenseStore::<u8>::open_read_only(stores.path(split, "images"))?;
+    let labels = DenseStore::<u8>::open_read_only(stores.path(split, "labels"))?;
     let ids: Vec<u64> = (0..images.len()).collect();
     let predicted = classify_records(model, &images, &ids, 1000, device)?;
     let truth = labels.gather(&ids)?;

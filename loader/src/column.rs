@@ -73,4 +73,3 @@ impl DenseColumn {
         (self.values, self.shape)
     }
 }
-

@@ -11,7 +11,8 @@ use crate::column::Column;
 /// A store the loader gathers from. Cheap to clone: the store is shared, so a
 /// training and a validation loader can read the same stores.
 ///
-/// Made with `From` any store type, or an `Arc` of a dtype-tagged one.
+/// Made with [`Stream::open`] (read-only, the way to share a store between
+/// processes), or with `From` any store type, or an `Arc` of a dtype-tagged one.
 #[derive(Clone)]
 pub enum Stream {
     /// A dense store: batches are one `(B, *item_shape)` buffer.
@@ -21,6 +22,29 @@ pub enum Stream {
 }
 
 impl Stream {
+    /// Opens the store at `path`, of either kind, **read-only**: any number
+    /// of loaders, in any number of processes (the data-parallel ranks of
+    /// one node, say), read it at once, and it works on read-only files and
+    /// mounts. A writer is refused while they read
+    /// ([`zrecord::OpenOptions`] says more).
+    ///
+    /// ```
+    /// use zrecord::{Codec, DenseStore};
+    /// use zrecord_loader::Stream;
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("x");
+    /// DenseStore::<f32>::create(&path, &[2], Codec::Zstd)?.append(&[1.0, 2.0])?;
+    /// let (a, b) = (Stream::open(&path)?, Stream::open(&path)?); // two readers
+    /// assert_eq!((a.len(), b.len()), (1, 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`AnyStore::open_read_only`].
+    pub fn open(path: impl AsRef<std::path::Path>) -> zrecord::Result<Stream> {
+        AnyStore::open_read_only(path).map(Stream::from)
+    }
+
     /// Number of records.
     pub fn len(&self) -> u64 {
         match self {

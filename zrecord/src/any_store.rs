@@ -9,7 +9,7 @@ use crate::engine::Engine;
 use crate::format::TypeIdentity;
 use crate::{
     Codec, DType, DictTier, Dictionary, DynDenseStore, DynRaggedBatch, DynRaggedStore, DynVec,
-    Error, Result, StoreKind,
+    Error, OpenOptions, Result, StoreKind,
 };
 
 /// A store of either kind, opened by [`AnyStore::open`] or made by
@@ -122,7 +122,24 @@ impl AnyStore {
     /// # Errors
     /// As [`DynDenseStore::open`].
     pub fn open(path: impl AsRef<Path>) -> Result<AnyStore> {
-        let engine = Engine::open(path.as_ref())?;
+        Self::open_with(path, OpenOptions::new())
+    }
+
+    /// Opens the store at `path` read-only, whichever kind it is, sharing it
+    /// with other read-only handles (see [`OpenOptions`]).
+    ///
+    /// # Errors
+    /// As [`DynDenseStore::open_read_only`].
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<AnyStore> {
+        Self::open_with(path, OpenOptions::new().read_only(true))
+    }
+
+    /// Opens the store at `path` as `options` say, whichever kind it is.
+    ///
+    /// # Errors
+    /// As [`DynDenseStore::open_with`].
+    pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<AnyStore> {
+        let engine = Engine::open(path.as_ref(), options)?;
         Ok(match engine.identity() {
             TypeIdentity::Dense { .. } => AnyStore::Dense(DynDenseStore::from_engine(engine)?),
             TypeIdentity::Ragged { .. } => AnyStore::Ragged(DynRaggedStore::from_engine(engine)?),
@@ -307,7 +324,9 @@ mod tests {
         assert!(kind(store.as_ragged().map(drop)));
         assert_eq!(store.len(), 0);
 
-        store.append(&AnyBatch::Dense(vec![1u8, 2, 3, 4].into())).unwrap();
+        store
+            .append(&AnyBatch::Dense(vec![1u8, 2, 3, 4].into()))
+            .unwrap();
         let mut out = ragged; // replaced by a dense batch of the store's dtype
         store.gather_into(&[1, 0], &mut out).unwrap();
         assert_eq!(out, AnyBatch::Dense(vec![3u8, 4, 1, 2].into()));

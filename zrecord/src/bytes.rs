@@ -36,6 +36,41 @@ pub(crate) fn fill_bytes<T: Element, R>(
     result
 }
 
+/// Resizes `values` to `len` elements (new ones default) for a batch of
+/// `records` records, failing with [`Error::BatchTooLarge`] instead of
+/// aborting the process when the memory cannot be had.
+pub(crate) fn try_resize<T: Clone + Default>(
+    values: &mut Vec<T>,
+    len: usize,
+    records: usize,
+) -> Result<()> {
+    if len > values.len() {
+        values
+            .try_reserve_exact(len - values.len())
+            .map_err(|_| Error::BatchTooLarge {
+                records,
+                bytes: (len as u64).saturating_mul(size_of::<T>() as u64),
+            })?;
+    }
+    values.resize(len, T::default());
+    Ok(())
+}
+
+/// Elements in a batch of `records` records of `record_len` elements each
+/// ([`Error::BatchTooLarge`] on overflow).
+pub(crate) fn batch_len(records: usize, record_len: usize, element_bytes: usize) -> Result<usize> {
+    records
+        .checked_mul(record_len)
+        .filter(|&n| {
+            n.checked_mul(element_bytes)
+                .is_some_and(|b| b <= isize::MAX as usize)
+        })
+        .ok_or(Error::BatchTooLarge {
+            records,
+            bytes: u64::MAX,
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,6 +81,19 @@ mod tests {
         assert_eq!(as_bytes(&[0x0102_0304u32, 5]), &[4, 3, 2, 1, 5, 0, 0, 0]);
         assert_eq!(as_bytes(&[true, false]), &[1, 0]);
         assert_eq!(as_bytes(&[bf16::from_bits(0xABCD)]), &[0xCD, 0xAB]);
+    }
+
+    #[test]
+    fn impossible_batches_are_errors_not_aborts() {
+        let mut v: Vec<u8> = Vec::new();
+        assert!(matches!(
+            try_resize(&mut v, usize::MAX / 2, 7),
+            Err(Error::BatchTooLarge { records: 7, .. })
+        ));
+        try_resize(&mut v, 3, 1).unwrap();
+        assert_eq!(v, [0, 0, 0]);
+        assert!(batch_len(1 << 40, 1 << 31, 1).is_err());
+        assert_eq!(batch_len(3, 4, 8).unwrap(), 12);
     }
 
     #[test]

@@ -9,7 +9,9 @@ use std::cell::RefCell;
 use std::fmt;
 use std::sync::Arc;
 
-use zstd::zstd_safe::{self, CCtx, CDict, CParameter, DCtx, DDict};
+use zstd::zstd_safe::{
+    self, CCtx, CDict, CParameter, DCtx, DDict, DParameter, InBuffer, OutBuffer, ResetDirective,
+};
 
 use crate::{Error, Result};
 
@@ -327,6 +329,96 @@ impl CodecRuntime {
     }
 }
 
+/// Bytes a [`FrameChecker`] decodes at a time.
+const CHECK_PIECE: usize = 1 << 20;
+
+/// The largest zstd window a checked frame may use: 2^24 bytes. zrecord's
+/// levels use at most 2^23, and a crafted frame cannot make a check
+/// allocate more.
+const CHECK_WINDOW_LOG: u32 = 24;
+
+/// One thread's state for checking frames without decoding them whole.
+pub(crate) struct FrameChecker<'a> {
+    dctx: DCtx<'a>,
+    out: Vec<u8>,
+}
+
+impl CodecRuntime {
+    /// A checker for this codec's frames (one per verifying thread).
+    pub(crate) fn frame_checker(&self) -> std::result::Result<FrameChecker<'_>, String> {
+        let zerr = |e| zstd_safe::get_error_name(e).to_string();
+        let mut dctx = DCtx::try_create().ok_or("cannot allocate a zstd context")?;
+        dctx.set_parameter(DParameter::WindowLogMax(CHECK_WINDOW_LOG))
+            .map_err(zerr)?;
+        if let Some(ddict) = &self.ddict {
+            dctx.ref_ddict(ddict).map_err(zerr)?;
+        }
+        Ok(FrameChecker {
+            dctx,
+            out: vec![0; CHECK_PIECE],
+        })
+    }
+}
+
+impl FrameChecker<'_> {
+    /// Decodes `frame` a piece at a time, handing each piece to `visit`,
+    /// and checks it is one whole frame of `logic_len` bytes whose content
+    /// checksum matches. Memory stays bounded whatever the record's size.
+    pub(crate) fn check(
+        &mut self,
+        frame: &[u8],
+        logic_len: usize,
+        mut visit: impl FnMut(&[u8]) -> std::result::Result<(), String>,
+    ) -> std::result::Result<(), String> {
+        let zerr = |e| format!("zstd: {}", zstd_safe::get_error_name(e));
+        match zstd_safe::get_frame_content_size(frame) {
+            Ok(Some(n)) if n == logic_len as u64 => {}
+            Ok(Some(n)) => {
+                return Err(format!(
+                    "its frame holds {n} bytes, the record is {logic_len}"
+                ));
+            }
+            _ => return Err("its frame header names no content size".into()),
+        }
+        self.dctx.reset(ResetDirective::SessionOnly).map_err(zerr)?;
+        let mut input = InBuffer::around(frame);
+        let mut total = 0usize;
+        loop {
+            let (hint, n) = {
+                let mut output = OutBuffer::around(&mut self.out[..]);
+                let hint = self
+                    .dctx
+                    .decompress_stream(&mut output, &mut input)
+                    .map_err(zerr)?;
+                (hint, output.pos())
+            };
+            total += n;
+            if total > logic_len {
+                return Err(format!("its frame decodes to more than {logic_len} bytes"));
+            }
+            visit(&self.out[..n])?;
+            if hint == 0 {
+                break;
+            }
+            if n == 0 && input.pos() == frame.len() {
+                return Err("its frame is truncated".into());
+            }
+        }
+        if input.pos() != frame.len() {
+            return Err(format!(
+                "{} bytes follow its frame",
+                frame.len() - input.pos()
+            ));
+        }
+        if total != logic_len {
+            return Err(format!(
+                "its frame decodes to {total} bytes, the record is {logic_len}"
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// One thread's zstd compression context.
 pub(crate) struct Compressor<'a> {
     cctx: CCtx<'a>,
@@ -436,6 +528,42 @@ mod tests {
         frame[n - 1] ^= 0x40;
         let mut out = vec![0u8; data.len()];
         let err = rt.decode(&frame, &mut out).unwrap_err();
+        assert!(err.contains("checksum"), "{err}");
+    }
+
+    #[test]
+    fn frames_are_checked_a_piece_at_a_time() {
+        let data: Vec<u8> = (0..3 * CHECK_PIECE as u32 + 5)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        let rt = CodecRuntime::new(Codec::Zstd).unwrap();
+        let mut frame = Vec::new();
+        rt.compressor()
+            .unwrap()
+            .compress(&data, &mut frame)
+            .unwrap();
+        let mut checker = rt.frame_checker().unwrap();
+        let mut seen = Vec::new();
+        checker
+            .check(&frame, data.len(), |piece| {
+                assert!(piece.len() <= CHECK_PIECE);
+                seen.extend_from_slice(piece);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(seen, data);
+        assert!(checker.check(&frame, data.len() - 1, |_| Ok(())).is_err());
+        assert!(
+            checker
+                .check(&frame[..frame.len() - 1], data.len(), |_| Ok(()))
+                .is_err()
+        );
+        let mut longer = frame.clone();
+        longer.push(0);
+        assert!(checker.check(&longer, data.len(), |_| Ok(())).is_err());
+        let n = frame.len();
+        frame[n - 2] ^= 1;
+        let err = checker.check(&frame, data.len(), |_| Ok(())).unwrap_err();
         assert!(err.contains("checksum"), "{err}");
     }
 

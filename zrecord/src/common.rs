@@ -38,6 +38,18 @@ macro_rules! store_methods {
             self.engine().codec()
         }
 
+        /// Whether this handle was opened read-only (see [`OpenOptions`](crate::OpenOptions)).
+        pub fn is_read_only(&self) -> bool {
+            self.engine().is_read_only()
+        }
+
+        /// The store's on-disk format version: 2 for stores this build
+        /// creates, 1 for older stores (read and appended to in their own
+        /// layout, without record checksums).
+        pub fn format_version(&self) -> u8 {
+            self.engine().version()
+        }
+
         /// Record counts and space accounting; reads the whole record table.
         ///
         /// # Errors
@@ -51,6 +63,7 @@ macro_rules! store_methods {
         ///
         /// Appends are committed (visible, and kept if the process dies) when
         /// `append` returns; `sync` also protects them against power loss.
+        /// On a read-only handle there is nothing to flush.
         ///
         /// # Errors
         /// [`Error::Io`](crate::Error::Io) when the operating system cannot flush a file.
@@ -59,11 +72,15 @@ macro_rules! store_methods {
         }
 
         /// Reads and decodes every record and checks every location, length,
-        /// frame checksum and shape, and that no two records overlap.
+        /// checksum (zstd's frame checksum, or the CRC-32C of a raw record or
+        /// shape record) and shape, and that no two records overlap. Memory
+        /// stays bounded: large records are checked a piece at a time.
         ///
         /// `gather` checks the same frames as it decodes (a damaged compressed
-        /// record is an error there too); `verify` is the full scan, for raw
-        /// stores as well.
+        /// record is an error there too), and raw records' checksums when the
+        /// store was opened with
+        /// [`verify_on_read`](crate::OpenOptions::verify_on_read); `verify` is
+        /// the full scan.
         ///
         /// # Errors
         /// The first problem found, in index order, usually
@@ -96,7 +113,8 @@ macro_rules! store_methods {
         ///
         /// # Errors
         /// [`Error::IndexOutOfRange`](crate::Error::IndexOutOfRange) before
-        /// anything is changed if any index is past the end.
+        /// anything is changed if any index is past the end;
+        /// [`Error::ReadOnly`](crate::Error::ReadOnly) on a read-only handle.
         pub fn delete(&mut self, indices: &[u64]) -> $crate::Result<u64> {
             self.engine_mut().delete(indices)
         }

@@ -5,13 +5,15 @@ use std::path::Path;
 
 use ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn};
 
-use crate::bytes::{as_bytes, fill_bytes};
+use crate::bytes::{as_bytes, batch_len, fill_bytes, try_resize};
 use crate::codec::train_from_continuous;
 use crate::common::{store_methods, training_indices};
 use crate::dtype::validate_bytes;
 use crate::engine::Engine;
 use crate::format::{Geometry, TypeIdentity};
-use crate::{Codec, DType, DictTier, Dictionary, DynVec, Element, Error, Result, StoreKind};
+use crate::{
+    Codec, DType, DictTier, Dictionary, DynVec, Element, Error, OpenOptions, Result, StoreKind,
+};
 
 /// A dense store whose dtype is known at run time: the API for code that
 /// handles many streams of different dtypes at once.
@@ -90,7 +92,25 @@ impl DynDenseStore {
     /// a typed error for any damaged header ([`Error::BadMagic`],
     /// [`Error::UnsupportedVersion`], [`Error::InvalidTag`], [`Error::Corrupt`]).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        Self::from_engine(Engine::open(path.as_ref())?)
+        Self::open_with(path, OpenOptions::new())
+    }
+
+    /// Opens the dense store at `path` read-only, sharing it with other
+    /// read-only handles (see [`OpenOptions`]).
+    ///
+    /// # Errors
+    /// As [`open`](Self::open), and [`Error::NeedsRecovery`] for a store a
+    /// killed delete or compaction left for a writable open to finish.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(path, OpenOptions::new().read_only(true))
+    }
+
+    /// Opens the dense store at `path` as `options` say.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open) and [`open_read_only`](Self::open_read_only).
+    pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
+        Self::from_engine(Engine::open(path.as_ref(), options)?)
     }
 
     pub(crate) fn from_engine(engine: Engine) -> Result<Self> {
@@ -200,7 +220,7 @@ impl DynDenseStore {
     /// [`Error::IndexOutOfRange`], [`Error::BufferLength`], or
     /// [`Error::CorruptRecord`] for a record that fails to decode.
     pub fn gather_bytes(&self, indices: &[u64], out: &mut [u8]) -> Result<()> {
-        let expected = indices.len() * self.record_bytes();
+        let expected = batch_len(indices.len(), self.record_bytes(), 1)?;
         if out.len() != expected {
             return Err(Error::BufferLength {
                 expected,
@@ -225,7 +245,8 @@ impl DynDenseStore {
         }
         let snap = self.engine.snapshot();
         snap.check_indices(indices)?;
-        out.fill_bytes(indices.len() * self.record_len, |bytes| {
+        let len = batch_len(indices.len(), self.record_len, self.dtype.size())?;
+        out.fill_bytes(len, indices.len(), |bytes| {
             snap.gather_fixed(indices, bytes)
         })
     }
@@ -306,6 +327,23 @@ impl<T: Element> DenseStore<T> {
         DynDenseStore::open(path)?.typed()
     }
 
+    /// Opens the store at `path` read-only, sharing it with other read-only
+    /// handles (see [`OpenOptions`]); it must hold `T` records.
+    ///
+    /// # Errors
+    /// As [`DynDenseStore::open_read_only`], and [`Error::DTypeMismatch`].
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self> {
+        DynDenseStore::open_read_only(path)?.typed()
+    }
+
+    /// Opens the store at `path` as `options` say; it must hold `T` records.
+    ///
+    /// # Errors
+    /// As [`DynDenseStore::open_with`], and [`Error::DTypeMismatch`].
+    pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
+        DynDenseStore::open_with(path, options)?.typed()
+    }
+
     /// The dtype-tagged store.
     pub fn into_dyn(self) -> DynDenseStore {
         self.inner
@@ -378,7 +416,7 @@ impl<T: Element> DenseStore<T> {
     /// [`Error::IndexOutOfRange`] or [`Error::BufferLength`] before anything
     /// is read; [`Error::CorruptRecord`] for a record that fails to decode.
     pub fn gather_into(&self, indices: &[u64], out: &mut [T]) -> Result<()> {
-        let expected = indices.len() * self.record_len();
+        let expected = batch_len(indices.len(), self.record_len(), size_of::<T>())?;
         if out.len() != expected {
             return Err(Error::BufferLength {
                 expected,
@@ -394,7 +432,10 @@ impl<T: Element> DenseStore<T> {
     /// # Errors
     /// As [`gather_into`](Self::gather_into).
     pub fn gather(&self, indices: &[u64]) -> Result<ArrayD<T>> {
-        let mut values = vec![T::default(); indices.len() * self.record_len()];
+        self.engine().snapshot().check_indices(indices)?;
+        let mut values = Vec::new();
+        let len = batch_len(indices.len(), self.record_len(), size_of::<T>())?;
+        try_resize(&mut values, len, indices.len())?;
         self.gather_into(indices, &mut values)?;
         let mut shape = vec![indices.len()];
         shape.extend_from_slice(self.item_shape());
@@ -407,11 +448,12 @@ impl<T: Element> DenseStore<T> {
     /// # Errors
     /// As [`gather_into`](Self::gather_into).
     pub fn get(&self, index: u64) -> Result<ArrayD<T>> {
-        let mut values = vec![T::default(); self.record_len()];
-        self.gather_into(&[index], &mut values)?;
-        ArrayD::from_shape_vec(IxDyn(self.item_shape()), values).map_err(|e| {
-            Error::InvalidArgument(format!("record shape {:?}: {e}", self.item_shape()))
-        })
+        let batch = self.gather(&[index])?;
+        batch
+            .into_shape_with_order(IxDyn(self.item_shape()))
+            .map_err(|e| {
+                Error::InvalidArgument(format!("record shape {:?}: {e}", self.item_shape()))
+            })
     }
 
     /// Trains a dictionary on a strided sample of the records; see

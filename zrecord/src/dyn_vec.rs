@@ -2,7 +2,7 @@
 
 use half::{bf16, f16};
 
-use crate::bytes::{as_bytes, fill_bytes};
+use crate::bytes::{as_bytes, fill_bytes, try_resize};
 use crate::{DType, Element, Result};
 
 /// A `Vec` of one of the store dtypes, tagged at run time.
@@ -133,14 +133,19 @@ impl DynVec {
         with_vec!(self, v => v.resize(len, Default::default()))
     }
 
-    /// Resizes to `len` elements, then lets `fill` write their bytes
-    /// (validated for bool).
+    /// Resizes to `len` elements for a batch of `records` records, then
+    /// lets `fill` write their bytes (validated for bool).
+    ///
+    /// # Errors
+    /// [`Error::BatchTooLarge`](crate::Error::BatchTooLarge) when the memory
+    /// cannot be had; whatever `fill` returns.
     pub(crate) fn fill_bytes<R>(
         &mut self,
         len: usize,
+        records: usize,
         fill: impl FnOnce(&mut [u8]) -> Result<R>,
     ) -> Result<R> {
-        self.resize(len);
+        with_vec!(self, v => try_resize(v, len, records))?;
         with_vec!(self, v => fill_bytes(v.as_mut_slice(), fill))
     }
 }
@@ -171,14 +176,14 @@ mod tests {
     #[test]
     fn fill_bytes_resizes_and_validates() {
         let mut v = DynVec::new(DType::U16);
-        v.fill_bytes(2, |b| {
+        v.fill_bytes(2, 1, |b| {
             b.copy_from_slice(&[1, 0, 2, 0]);
             Ok(())
         })
         .unwrap();
         assert_eq!(v.as_slice::<u16>(), Some(&[1u16, 2][..]));
         let mut flags = DynVec::new(DType::Bool);
-        let r = flags.fill_bytes(1, |b| {
+        let r = flags.fill_bytes(1, 1, |b| {
             b[0] = 9;
             Ok(())
         });

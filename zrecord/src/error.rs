@@ -61,15 +61,66 @@ pub enum Error {
 
     /// A header was written by a format version this build cannot read.
     #[error(
-        "{path}: format version {found} is not supported (this build reads version {supported})"
+        "{path}: format version {found} is not supported (this build reads versions 1 to {supported})"
     )]
     UnsupportedVersion {
         /// The header file.
         path: PathBuf,
         /// The version found.
         found: u8,
-        /// The version this build reads and writes.
+        /// The newest version this build reads (and the one it writes).
         supported: u8,
+    },
+
+    /// A header requires a feature this build does not know (a newer
+    /// writer's): reading on could misread the store, so it is refused.
+    #[error("{path}: unknown {field} bits {bits:#x}; a newer zrecord wrote this store")]
+    UnsupportedFeature {
+        /// The header file.
+        path: PathBuf,
+        /// Which field (`features` of `store.zr`, `flags` of `meta.zr`).
+        field: &'static str,
+        /// The bits this build does not know.
+        bits: u32,
+    },
+
+    /// A store file is a symbolic link, folder, FIFO or device: the engine
+    /// reads and writes regular files inside the store folder only.
+    #[error("{path} is {found}, not a regular file; a store's files are regular files")]
+    NotRegularFile {
+        /// The file.
+        path: PathBuf,
+        /// What it is ("a symbolic link", "a FIFO", ...).
+        found: &'static str,
+    },
+
+    /// A write (append, delete, compact) on a store opened read-only.
+    #[error("{path} is open read-only")]
+    ReadOnly {
+        /// The store folder.
+        path: PathBuf,
+    },
+
+    /// A read-only open found work a killed writer left (a pending journal);
+    /// a writable open finishes it.
+    #[error(
+        "{path}: {reason}; open the store writable once (or run `zrecord verify --repair`) to finish it"
+    )]
+    NeedsRecovery {
+        /// The file holding the pending work.
+        path: PathBuf,
+        /// What is pending.
+        reason: String,
+    },
+
+    /// A gather's output does not fit in memory: its records' sizes, summed
+    /// over the (possibly repeated) indices, overflow or cannot be allocated.
+    #[error("a batch of {records} records needs {bytes} bytes, more than can be allocated")]
+    BatchTooLarge {
+        /// Indices in the batch.
+        records: usize,
+        /// Bytes it needs (`u64::MAX` when the sum overflows).
+        bytes: u64,
     },
 
     /// A tagged field holds a value this build does not know.
@@ -151,9 +202,10 @@ pub enum Error {
         got: usize,
     },
 
-    /// A ragged record has zero elements; physical records are never empty.
+    /// A ragged record has zero elements, and the store is of format
+    /// version 1, which cannot hold one (version 2 stores can).
     #[error(
-        "record {position} of the batch has zero elements (shape {shape:?}); empty records are not stored"
+        "record {position} of the batch has zero elements (shape {shape:?}); this format-1 store cannot hold empty records"
     )]
     EmptyRecord {
         /// Position of the record in the appended batch.

@@ -33,9 +33,11 @@
 //! # Concurrency
 //!
 //! `gather` and `append` take `&self` and run from many threads at once (a
-//! gather sees only fully committed records); `delete` and `compact` take
-//! `&mut self`. One handle owns a store at a time: a second open, from this
-//! process or another, fails with [`Error::StoreBusy`]. (The lock is an
+//! gather sees only fully committed records, and never waits for an append);
+//! `delete` and `compact` take `&mut self`. One writable handle owns a store
+//! at a time: a second open, from this process or another, fails with
+//! [`Error::StoreBusy`]. Read-only handles ([`OpenOptions`]) share a store
+//! with each other, across processes, and exclude a writer. (The lock is an
 //! `flock` on `meta.zr`: a child process forked by another thread shares it
 //! until the child execs, so an open right after such a fork can briefly see
 //! the store busy.)
@@ -47,7 +49,10 @@
 //! batches. Deletes and compactions are journaled: after a kill in the
 //! middle of one, the next open finishes it (a delete shows all its records
 //! gone or none; a compaction loses no record). [`DenseStore::sync`] makes
-//! committed state survive power loss.
+//! committed state survive power loss. Every record carries a checksum
+//! (zstd's, or a CRC-32C for raw records) that `verify` checks, and gathers
+//! too when asked ([`OpenOptions::verify_on_read`]). A store whose journal
+//! is damaged opens again after [`repair`].
 //!
 //! # Features
 //!
@@ -80,9 +85,12 @@ mod dtype;
 mod dyn_vec;
 mod engine;
 mod error;
-mod format;
 #[cfg(any(feature = "npy", feature = "idx"))]
 mod foreign;
+mod format;
+#[doc(hidden)]
+pub mod fuzzing;
+mod options;
 mod padding;
 mod ragged;
 mod ragged_batch;
@@ -92,9 +100,8 @@ pub use codec::{Codec, DictTier, Dictionary, ZSTD_DICT_LEVEL, ZSTD_LEVEL, train_
 pub use dense::{DenseStore, DynDenseStore};
 pub use dtype::{DType, Element, StoreKind};
 pub use dyn_vec::DynVec;
-pub use engine::{CompactProgress, Stats, VerifyReport};
+pub use engine::{CompactProgress, DiscardedJournal, RepairReport, Stats, VerifyReport};
 pub use error::{Error, Result};
-pub use format::FORMAT_VERSION;
 #[cfg(any(feature = "npy", feature = "idx"))]
 pub use foreign::ArrayFile;
 #[cfg(feature = "idx")]
@@ -104,6 +111,24 @@ pub use foreign::npy;
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)]
 pub use format::meta::Geometry;
+pub use format::{FORMAT_VERSION, OLDEST_FORMAT_VERSION};
+pub use options::OpenOptions;
 pub use padding::{PaddedBatch, Padding};
 pub use ragged::{DynRaggedStore, RaggedStore};
 pub use ragged_batch::{DynRaggedBatch, RaggedBatch, RaggedLayout};
+
+/// Opens the store at `path` writable once, finishing what a killed writer
+/// left (as every writable open does), and removes journals that are
+/// damaged instead of failing on them; reports what it removed and what may
+/// be lost with each. Run [`verify`](DenseStore::verify) afterwards.
+///
+/// The way out for a store that keeps failing to open with a corruption
+/// error naming `compact.journal` or `delete.journal` (the command line:
+/// `zrecord verify --repair`).
+///
+/// # Errors
+/// As a writable [`open`](DynDenseStore::open), for anything but a damaged
+/// journal.
+pub fn repair(path: impl AsRef<std::path::Path>) -> Result<RepairReport> {
+    engine::Engine::repair(path.as_ref())
+}

@@ -126,9 +126,10 @@ impl<T: Element> Padding<T> {
         let mut shape = Vec::with_capacity(rank + 1);
         shape.push(n);
         shape.extend_from_slice(&extents);
-        let per_record = extents.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
-        let Some((per_record, total)) =
-            per_record.and_then(|r| Some((r, r.checked_mul(n)?)))
+        let per_record = extents
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d));
+        let Some((per_record, total)) = per_record.and_then(|r| Some((r, r.checked_mul(n)?)))
         else {
             return Err(Error::PaddedTooLarge { shape });
         };
@@ -275,11 +276,17 @@ mod tests {
     #[test]
     fn truncation_keeps_the_leading_rows_and_columns() {
         let b = batch::<u8>(&[(&[3, 2], &[1, 2, 3, 4, 5, 6]), (&[1, 1], &[7])]);
-        let p = Padding::new(0).max_len(2).pad(b.values(), b.layout()).unwrap();
+        let p = Padding::new(0)
+            .max_len(2)
+            .pad(b.values(), b.layout())
+            .unwrap();
         assert_eq!(p.shape, [2, 2, 2]);
         assert_eq!(p.values, [1, 2, 3, 4, 7, 0, 0, 0]);
         assert_eq!(p.lengths, [2, 1]);
-        let p = Padding::new(0).fixed_len(0).pad(b.values(), b.layout()).unwrap();
+        let p = Padding::new(0)
+            .fixed_len(0)
+            .pad(b.values(), b.layout())
+            .unwrap();
         assert_eq!((p.shape.as_slice(), p.values.len()), (&[2, 0, 2][..], 0));
     }
 
@@ -287,9 +294,14 @@ mod tests {
     fn scalars_and_empty_batches() {
         let b = batch::<i64>(&[(&[], &[4]), (&[], &[2])]);
         let p = Padding::new(0).pad(b.values(), b.layout()).unwrap();
-        assert_eq!((p.shape, p.values, p.lengths), (vec![2], vec![4, 2], vec![1, 1]));
+        assert_eq!(
+            (p.shape, p.values, p.lengths),
+            (vec![2], vec![4, 2], vec![1, 1])
+        );
         let empty = RaggedBatch::<f32>::new();
-        let p = Padding::new(0.0).pad(empty.values(), empty.layout()).unwrap();
+        let p = Padding::new(0.0)
+            .pad(empty.values(), empty.layout())
+            .unwrap();
         assert_eq!((p.shape, p.values.len()), (vec![0], 0));
     }
 
@@ -298,11 +310,18 @@ mod tests {
         let b = batch::<u8>(&[(&[2], &[1, 2]), (&[1, 1], &[3])]);
         assert!(matches!(
             Padding::new(0).pad(b.values(), b.layout()),
-            Err(Error::MixedRank { record: 1, expected: 1, found: 2 })
+            Err(Error::MixedRank {
+                record: 1,
+                expected: 1,
+                found: 2
+            })
         ));
         assert!(matches!(
             Padding::new(0).pad(&[1], b.layout()),
-            Err(Error::BufferLength { expected: 3, got: 1 })
+            Err(Error::BufferLength {
+                expected: 3,
+                got: 1
+            })
         ));
         // Extents whose product overflows: checked, not wrapped.
         let mut layout = RaggedLayout::new();

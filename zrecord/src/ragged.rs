@@ -7,15 +7,15 @@ use std::path::Path;
 
 use ndarray::{ArrayBase, ArrayD, Data, Dimension};
 
-use crate::bytes::{as_bytes, fill_bytes};
+use crate::bytes::{as_bytes, fill_bytes, try_resize};
 use crate::codec::train_from_continuous;
 use crate::common::{store_methods, training_indices};
 use crate::dtype::validate_bytes;
 use crate::engine::Engine;
 use crate::format::{Geometry, TypeIdentity, decode_shape, encode_shape};
 use crate::{
-    Codec, DType, DictTier, Dictionary, DynRaggedBatch, DynVec, Element, Error, RaggedBatch,
-    RaggedLayout, Result, StoreKind,
+    Codec, DType, DictTier, Dictionary, DynRaggedBatch, DynVec, Element, Error, OpenOptions,
+    RaggedBatch, RaggedLayout, Result, StoreKind,
 };
 
 /// A ragged store whose dtype is known at run time.
@@ -65,7 +65,24 @@ impl DynRaggedStore {
     /// [`Error::KindMismatch`] for a dense store; otherwise as
     /// [`DynDenseStore::open`](crate::DynDenseStore::open).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        Self::from_engine(Engine::open(path.as_ref())?)
+        Self::open_with(path, OpenOptions::new())
+    }
+
+    /// Opens the ragged store at `path` read-only, sharing it with other
+    /// read-only handles (see [`OpenOptions`]).
+    ///
+    /// # Errors
+    /// As [`DynDenseStore::open_read_only`](crate::DynDenseStore::open_read_only).
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(path, OpenOptions::new().read_only(true))
+    }
+
+    /// Opens the ragged store at `path` as `options` say.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open) and [`open_read_only`](Self::open_read_only).
+    pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
+        Self::from_engine(Engine::open(path.as_ref(), options)?)
     }
 
     pub(crate) fn from_engine(engine: Engine) -> Result<Self> {
@@ -125,7 +142,7 @@ impl DynRaggedStore {
         for k in 0..n {
             let dims = shape(k);
             let elements = dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
-            if elements == Some(0) {
+            if elements == Some(0) && !self.engine.allows_empty_records() {
                 return Err(Error::EmptyRecord {
                     position: k,
                     shape: dims.to_vec(),
@@ -156,8 +173,9 @@ impl DynRaggedStore {
     /// Appends the records of a packed batch. Returns the first new index.
     ///
     /// # Errors
-    /// [`Error::DTypeMismatch`], [`Error::EmptyRecord`] or
-    /// [`Error::InvalidBool`] before anything is written; [`Error::Io`].
+    /// [`Error::DTypeMismatch`], [`Error::InvalidBool`] or (a format-1
+    /// store only) [`Error::EmptyRecord`] before anything is written;
+    /// [`Error::Io`].
     pub fn append_batch(&self, batch: &DynRaggedBatch) -> Result<u64> {
         if batch.dtype() != self.dtype {
             return Err(Error::DTypeMismatch {
@@ -193,6 +211,7 @@ impl DynRaggedStore {
         snap.prefetch(indices);
         layout.clear();
         let size = self.dtype.size() as u64;
+        let mut total_bytes = 0u64;
         let mut locs = Vec::with_capacity(indices.len());
         for &index in indices {
             let corrupt = |reason: String| Error::CorruptRecord {
@@ -201,10 +220,12 @@ impl DynRaggedStore {
                 reason,
             };
             let loc = snap.loc(index, 0)?;
+            snap.check_entry(index, loc, snap.is_raw())?;
             let shape_loc = snap.loc(index, 1)?;
+            let shape = snap.raw_record(index, shape_loc, snap.checks_on_read())?;
             let dims = layout.dims_mut();
             let first = dims.len();
-            decode_shape(snap.stored(index, shape_loc)?, dims).map_err(corrupt)?;
+            decode_shape(shape, dims).map_err(corrupt)?;
             let elements = dims[first..]
                 .iter()
                 .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64));
@@ -216,11 +237,19 @@ impl DynRaggedStore {
                 )));
             }
             layout.finish_record(loc.logic_len as usize / size as usize);
+            total_bytes = total_bytes.saturating_add(loc.logic_len.into());
             locs.push(loc);
         }
-        fill(layout.total(), &|bytes| {
-            snap.gather_packed(indices, &locs, bytes)
-        })
+        if usize::try_from(total_bytes).is_ok_and(|b| b <= isize::MAX as usize) {
+            fill(layout.total(), &|bytes| {
+                snap.gather_packed(indices, &locs, bytes)
+            })
+        } else {
+            Err(Error::BatchTooLarge {
+                records: indices.len(),
+                bytes: total_bytes,
+            })
+        }
     }
 
     /// Gathers records `indices` (any order, repeats allowed) into `out`,
@@ -235,7 +264,7 @@ impl DynRaggedStore {
         }
         let DynRaggedBatch { values, layout } = out;
         let result = self.gather_with(indices, layout, |total, read| {
-            values.fill_bytes(total, read)
+            values.fill_bytes(total, indices.len(), read)
         });
         if result.is_err() {
             values.resize(0);
@@ -320,6 +349,23 @@ impl<T: Element> RaggedStore<T> {
         DynRaggedStore::open(path)?.typed()
     }
 
+    /// Opens the store at `path` read-only, sharing it with other read-only
+    /// handles (see [`OpenOptions`]); it must hold `T` records.
+    ///
+    /// # Errors
+    /// As [`DynRaggedStore::open_read_only`], and [`Error::DTypeMismatch`].
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self> {
+        DynRaggedStore::open_read_only(path)?.typed()
+    }
+
+    /// Opens the store at `path` as `options` say; it must hold `T` records.
+    ///
+    /// # Errors
+    /// As [`DynRaggedStore::open_with`], and [`Error::DTypeMismatch`].
+    pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
+        DynRaggedStore::open_with(path, options)?.typed()
+    }
+
     /// The dtype-tagged store.
     pub fn into_dyn(self) -> DynRaggedStore {
         self.inner
@@ -340,11 +386,12 @@ impl<T: Element> RaggedStore<T> {
 
     store_methods!();
 
-    /// Appends arrays of any rank and layout, one record each. Returns the
-    /// first new index.
+    /// Appends arrays of any rank and layout, one record each, zero-element
+    /// ones included (shape `[0]`, `[3, 0]`, ...). Returns the first new index.
     ///
     /// # Errors
-    /// [`Error::EmptyRecord`] before anything is written; [`Error::Io`].
+    /// [`Error::EmptyRecord`] for a zero-element record in a format-1 store,
+    /// before anything is written; [`Error::Io`].
     pub fn append<S, D>(&self, records: &[ArrayBase<S, D>]) -> Result<u64>
     where
         S: Data<Elem = T>,
@@ -404,7 +451,7 @@ impl<T: Element> RaggedStore<T> {
     pub fn gather_into(&self, indices: &[u64], out: &mut RaggedBatch<T>) -> Result<()> {
         let RaggedBatch { values, layout } = out;
         let result = self.inner.gather_with(indices, layout, |total, read| {
-            values.resize(total, T::default());
+            try_resize(values, total, indices.len())?;
             fill_bytes(values, read)
         });
         if result.is_err() {

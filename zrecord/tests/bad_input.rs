@@ -63,14 +63,15 @@ fn rejected_appends_and_gathers_change_nothing() {
         })
     ));
     assert_eq!(snapshot(&dir.path().join("flags")), f0);
-    // A zero-element ragged record, behind valid ones in the same batch.
+    // A record whose shape does not match its values.
+    let mut batch = zrecord::RaggedBatch::<i32>::new();
+    batch.push(&[2], &[7, 8]).unwrap();
     assert!(matches!(
-        ragged.append_slices(&[vec![7, 8], vec![]]),
-        Err(Error::EmptyRecord { position: 1, .. })
-    ));
-    assert!(matches!(
-        ragged.append(&[ndarray::Array2::<i32>::zeros((3, 0))]),
-        Err(Error::EmptyRecord { position: 0, .. })
+        batch.push(&[3, 0], &[1]),
+        Err(Error::BufferLength {
+            expected: 0,
+            got: 1
+        })
     ));
     // Index out of range, for gathers and deletes.
     assert!(matches!(
@@ -251,15 +252,17 @@ fn damaged_stores_do_not_open() {
     assert!(matches!(open_fails(&truncated), Error::Corrupt { .. }));
     let magic = damaged(d, "meta-magic", |p| patch(&p.join("meta.zr"), 0, b"ZRAC"));
     assert!(matches!(open_fails(&magic), Error::BadMagic { found, .. } if &found == b"ZRAC"));
-    let version = damaged(d, "meta-version", |p| patch(&p.join("meta.zr"), 4, &[2]));
+    let version = damaged(d, "meta-version", |p| patch(&p.join("meta.zr"), 4, &[3]));
     assert!(matches!(
         open_fails(&version),
         Error::UnsupportedVersion {
-            found: 2,
-            supported: 1,
+            found: 3,
+            supported: 2,
             ..
         }
     ));
+    let mixed = damaged(d, "meta-version-1", |p| patch(&p.join("meta.zr"), 4, &[1]));
+    assert!(matches!(open_fails(&mixed), Error::Corrupt { .. }));
     let codec = damaged(d, "meta-codec", |p| patch(&p.join("meta.zr"), 5, &[9]));
     assert!(matches!(
         open_fails(&codec),

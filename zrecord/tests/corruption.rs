@@ -93,7 +93,8 @@ fn overlapping_records_fail_verify() {
             .append(&records()),
     );
     // Record 6 points at record 1's bytes.
-    patch(&path.join("0.loc"), 6 * 16, &256u32.to_le_bytes());
+    let loc = fs::read(path.join("0.loc")).unwrap();
+    patch(&path.join("0.loc"), 6 * 16, &loc[16..20]);
     let store = DenseStore::<u8>::open(&path).unwrap();
     assert!(
         matches!(store.verify(), Err(Error::CorruptRecord { index: 6, reason, .. }) if reason.contains("overlap"))
@@ -136,7 +137,8 @@ fn invalid_bools_on_disk_are_errors() {
             .unwrap()
             .append(&[true; 8]),
     );
-    patch(&path.join("0.chunk"), 5, &[3]);
+    // Byte 1 of record 1 (4 bools and a 4-byte checksum per record).
+    patch(&path.join("0.chunk"), 8 + 1, &[3]);
     let store = DenseStore::<bool>::open(&path).unwrap();
     let mut out = [false; 8];
     assert!(matches!(

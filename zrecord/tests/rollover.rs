@@ -20,7 +20,8 @@ fn count(path: &std::path::Path, ext: &str) -> usize {
 
 #[test]
 fn dense_records_fill_chunks_and_segments() {
-    // 16-entry segments, 4,095-byte chunks: 40 records of 100 bytes per chunk.
+    // 16-entry segments, 4,095-byte chunks: 39 raw records of 100 bytes
+    // (104 stored, with the checksum) per chunk.
     let geometry = Geometry {
         loc_segment_bits: 4,
         chunk_bits: 12,
@@ -45,7 +46,7 @@ fn dense_records_fill_chunks_and_segments() {
         assert_eq!(store.len(), 1000);
         assert_eq!(count(&path, "loc"), 1000usize.div_ceil(16));
         if codec == Codec::Raw {
-            assert_eq!(count(&path, "chunk"), 1000usize.div_ceil(40));
+            assert_eq!(count(&path, "chunk"), 1000usize.div_ceil(39));
         } else {
             assert!(count(&path, "chunk") > 1);
         }
@@ -74,14 +75,15 @@ fn a_record_fills_a_chunk_exactly_or_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s");
     let store = RaggedStore::<u8>::create_with_geometry(&path, Codec::Raw, geometry).unwrap();
-    // A payload and its 16-byte shape record: 4,079 + 16 = 4,095 bytes, one whole chunk.
-    store.append_slices(&[vec![1u8; 4079]]).unwrap();
+    // A payload and its 16-byte shape record, each with a 4-byte checksum:
+    // 4,071 + 4 + 16 + 4 = 4,095 bytes, one whole chunk.
+    store.append_slices(&[vec![1u8; 4071]]).unwrap();
     store
-        .append_slices(&[vec![2u8; 4079], vec![3u8; 5]])
+        .append_slices(&[vec![2u8; 4071], vec![3u8; 5]])
         .unwrap();
     let before = common::snapshot(&path);
     assert!(matches!(
-        store.append_slices(&[vec![4u8; 10], vec![5u8; 4096]]),
+        store.append_slices(&[vec![4u8; 10], vec![5u8; 4092]]),
         Err(Error::RecordTooLarge {
             position: 1,
             bytes: 4096,
@@ -91,8 +93,11 @@ fn a_record_fills_a_chunk_exactly_or_is_refused() {
     assert_eq!(common::snapshot(&path), before);
     let got = store.gather_arrays(&[2, 1, 0]).unwrap();
     assert_eq!(got[0].len(), 5);
-    assert_eq!(got[1].len(), 4079);
+    assert_eq!(got[1].len(), 4071);
     assert!(got[2].iter().all(|&b| b == 1));
-    assert_eq!(store.stats().unwrap().chunk_bytes, 2 * 4095 + 5 + 16);
+    assert_eq!(
+        store.stats().unwrap().chunk_bytes,
+        2 * 4095 + (5 + 4) + (16 + 4)
+    );
     store.verify().unwrap();
 }

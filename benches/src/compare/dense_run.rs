@@ -5,7 +5,7 @@ use std::error::Error;
 use std::hint::black_box;
 use std::sync::Arc;
 
-use zrecord::{Codec, DictTier};
+use zrecord::{Codec, DenseStore, DictTier, OpenOptions};
 
 use super::dense::{self, DenseOut, DenseSystem, Frames, InMemory, Memcpy, Npy, Zrecord};
 use super::disk::allocated_bytes;
@@ -167,9 +167,26 @@ pub fn run(
         stores.push((store, s));
     }
     let raw_disk = allocated_bytes(&path("zr-raw"))?;
+    // The raw store read-only, twice: without and with read checks (every
+    // record's CRC-32C checked on gather), side by side in one run.
+    drop(raw);
+    let read_only = |verify_on_read, name: &str| -> zrecord::Result<Zrecord> {
+        let options = OpenOptions::new()
+            .read_only(true)
+            .verify_on_read(verify_on_read);
+        Ok(Zrecord {
+            store: DenseStore::<u8>::open_with(path("zr-raw"), options)?,
+            name: name.into(),
+        })
+    };
     entries.push((
         Meta::store("zrecord raw", Role::Zrecord, raw_s, raw_disk, 0),
-        Some(Box::new(raw)),
+        Some(Box::new(read_only(false, "zrecord raw")?)),
+    ));
+    let name = "zrecord raw, verify_on_read";
+    entries.push((
+        Meta::store(name, Role::Zrecord, raw_s, raw_disk, 0),
+        Some(Box::new(read_only(true, name)?)),
     ));
     for (k, (store, s)) in stores.into_iter().enumerate() {
         let disk = allocated_bytes(store.store.path())?;

@@ -101,6 +101,23 @@ impl<T: Element> StoreDataset<ArrayD<T>> {
         Self::single(store.into(), StoreKind::Ragged)
     }
 
+    /// The dense store at `path`, opened read-only (shared with other
+    /// readers and processes; see [`Stream::open`]), as a dataset of its records.
+    ///
+    /// # Errors
+    /// [`Error::Store`] when it does not open; as [`dense`](Self::dense).
+    pub fn open_dense(path: impl AsRef<std::path::Path>) -> Result<Self> {
+        Self::dense(Stream::open(path)?)
+    }
+
+    /// The ragged store at `path`, opened read-only, as a dataset of its records.
+    ///
+    /// # Errors
+    /// [`Error::Store`] when it does not open; as [`ragged`](Self::ragged).
+    pub fn open_ragged(path: impl AsRef<std::path::Path>) -> Result<Self> {
+        Self::ragged(Stream::open(path)?)
+    }
+
     fn single(stream: Stream, kind: StoreKind) -> Result<Self> {
         if stream.kind() != kind {
             return Err(zrecord_loader::Error::WrongKind {

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use super::Engine;
 use super::files::FileTable;
-use crate::format::{LOC_ENTRY_LEN, MAX_RECORD_BYTES, RecordLoc};
+use crate::format::{LOC_ENTRY_LEN, MAX_RECORD_BYTES, RecordLoc, checksum};
 use crate::{Error, Result};
 
 /// Below this many input bytes an append compresses on the calling thread.
@@ -30,9 +30,11 @@ struct EncodedShard {
     ends: Vec<usize>,
 }
 
-/// A batch's stored bytes: the input itself (raw) or compressed frames.
+/// A batch's stored bytes: the input itself (raw, each record followed by
+/// its checksum in format version 2) or compressed frames (shape records
+/// raw, with their checksums, among them).
 enum Encoded {
-    Raw { n: usize },
+    Raw { n: usize, checksums: bool },
     Frames(Vec<EncodedShard>),
 }
 
@@ -45,6 +47,7 @@ impl Engine {
     where
         F: Fn(usize) -> &'a [u8] + Sync,
     {
+        self.check_writable()?;
         debug_assert_eq!(n as u64 % self.group, 0);
         let group = self.group as usize;
         for i in 0..n {
@@ -70,8 +73,7 @@ impl Engine {
         let (mut chunk, mut offset) = (w.tail_chunk, w.tail_offset);
         let mut locs = Vec::with_capacity(n);
         let mut closed = Vec::new(); // (chunk, final size) of chunks this batch fills
-        encoded.visit(&record, |i, stored| {
-            let phys_len = stored.len() as u64;
+        encoded.visit_lengths(&record, |i, phys_len| {
             if phys_len > capacity {
                 return Err(Error::RecordTooLarge {
                     position: i / group,
@@ -100,20 +102,20 @@ impl Engine {
         // Open the chunks and table segments the batch reaches. Adding files
         // waits for running gathers, so look first: most appends add none.
         let segments = self.geometry.segments_for(new_len);
-        let missing = {
-            let files = self.files();
-            files.chunks.len() <= chunk as usize || (files.segments.len() as u64) < segments
-        };
-        if missing {
-            let mut files = self.files_mut();
-            while files.chunks.len() <= chunk as usize {
-                files.push_chunk(true, 0)?;
+        let mut files = self.files();
+        if files.chunks.len() <= chunk as usize || (files.segments.len() as u64) < segments {
+            // A new table, published before the commit: readers keep theirs
+            // meanwhile, and never wait for this one.
+            let mut grown = (*files).clone();
+            while grown.chunks.len() <= chunk as usize {
+                grown.create_chunk()?;
             }
-            while (files.segments.len() as u64) < segments {
-                files.push_segment(true)?;
+            while (grown.segments.len() as u64) < segments {
+                grown.create_segment()?;
             }
+            self.publish_files(grown);
+            files = self.files();
         }
-        let files = self.files();
 
         // 1. Payload.
         let mut out = PayloadWriter {
@@ -121,7 +123,9 @@ impl Engine {
             buf: Vec::new(),
             at: None,
         };
-        encoded.visit(&record, |i, stored| out.write(locs[i], stored))?;
+        encoded.visit(&record, |i, stored, trailer| {
+            out.write(locs[i], stored, trailer)
+        })?;
         out.flush()?;
 
         // 2. Record table, one write per segment.
@@ -165,8 +169,12 @@ impl Engine {
         F: Fn(usize) -> &'a [u8] + Sync,
     {
         if self.codec.is_raw() {
-            return Ok(Encoded::Raw { n });
+            return Ok(Encoded::Raw {
+                n,
+                checksums: self.features.checksums,
+            });
         }
+        let checksums = self.features.checksums;
         let total: usize = (0..n).map(|i| record(i).len()).sum();
         let shards = if total < PARALLEL_ENCODE_BYTES {
             1
@@ -186,6 +194,9 @@ impl Engine {
                 let src = record(i);
                 if self.is_shape_record(i as u64) {
                     bytes.extend_from_slice(src);
+                    if checksums {
+                        bytes.extend_from_slice(&checksum::trailer(src));
+                    }
                 } else {
                     compressor
                         .compress(src, &mut bytes)
@@ -218,18 +229,48 @@ impl Engine {
 }
 
 impl Encoded {
-    /// Calls `f(i, stored_bytes)` for every record, in order.
-    fn visit<'a, F>(&self, record: &F, mut f: impl FnMut(usize, &[u8]) -> Result<()>) -> Result<()>
+    /// Calls `f(i, stored_length)` for every record, in order.
+    fn visit_lengths<'a, F>(
+        &self,
+        record: &F,
+        mut f: impl FnMut(usize, u64) -> Result<()>,
+    ) -> Result<()>
     where
         F: Fn(usize) -> &'a [u8],
     {
         match self {
-            Encoded::Raw { n } => (0..*n).try_for_each(|i| f(i, record(i))),
+            &Encoded::Raw { n, checksums } => {
+                let trailer = if checksums { checksum::TRAILER_LEN } else { 0 };
+                (0..n).try_for_each(|i| f(i, (record(i).len() + trailer) as u64))
+            }
+            Encoded::Frames(_) => self.visit(record, |i, stored, _| f(i, stored.len() as u64)),
+        }
+    }
+
+    /// Calls `f(i, stored_bytes, trailer)` for every record, in order: the
+    /// record is stored as `stored_bytes` followed by `trailer`.
+    fn visit<'a, F>(
+        &self,
+        record: &F,
+        mut f: impl FnMut(usize, &[u8], &[u8]) -> Result<()>,
+    ) -> Result<()>
+    where
+        F: Fn(usize) -> &'a [u8],
+    {
+        match self {
+            &Encoded::Raw { n, checksums } => (0..n).try_for_each(|i| {
+                let bytes = record(i);
+                if checksums {
+                    f(i, bytes, &checksum::trailer(bytes))
+                } else {
+                    f(i, bytes, &[])
+                }
+            }),
             Encoded::Frames(shards) => {
                 for shard in shards {
                     let mut start = 0;
                     for (k, &end) in shard.ends.iter().enumerate() {
-                        f(shard.first + k, &shard.bytes[start..end])?;
+                        f(shard.first + k, &shard.bytes[start..end], &[])?;
                         start = end;
                     }
                 }
@@ -248,7 +289,8 @@ struct PayloadWriter<'a> {
 }
 
 impl PayloadWriter<'_> {
-    fn write(&mut self, loc: RecordLoc, bytes: &[u8]) -> Result<()> {
+    /// Writes a record stored as `bytes` then `trailer`.
+    fn write(&mut self, loc: RecordLoc, bytes: &[u8], trailer: &[u8]) -> Result<()> {
         let follows = self.at.is_some_and(|(c, o)| {
             c == loc.chunk && o + self.buf.len() as u64 == u64::from(loc.offset)
         });
@@ -257,6 +299,7 @@ impl PayloadWriter<'_> {
         }
         let (chunk, at) = *self.at.get_or_insert((loc.chunk, loc.offset.into()));
         self.buf.extend_from_slice(bytes);
+        self.buf.extend_from_slice(trailer);
         // Write everything up to the last 2 MiB boundary the buffer reaches.
         let end = at + self.buf.len() as u64;
         let boundary = end / WRITE_ALIGN * WRITE_ALIGN;

@@ -7,13 +7,19 @@
 //! Writes go through `pwrite`; the maps see them through the page cache. A
 //! read only ever touches bytes below the committed frontier, which exist in
 //! the file, so no access can fall past its end.
+//!
+//! A table of open files is immutable once published: adding a file makes
+//! a new table (sharing the open files), so readers never wait for a
+//! writer that adds files, and a writer never waits for a long reader.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use memmap2::{Mmap, MmapOptions};
 
+use super::regular::{self, Access};
 use crate::format::{Geometry, LOC_ENTRY_LEN, RecordLoc, chunk_file, loc_file};
 use crate::{Error, Result};
 
@@ -25,21 +31,15 @@ pub(crate) struct MappedFile {
 }
 
 impl MappedFile {
-    /// Opens (or creates) `path` and maps `capacity` bytes of address space.
-    fn open(path: PathBuf, capacity: u64, create: bool) -> Result<MappedFile> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(create)
-            .truncate(false)
-            .open(&path)
-            .map_err(Error::io("open", &path))?;
+    /// Maps `capacity` bytes of address space over `file`, opened from `path`.
+    pub(crate) fn map(path: PathBuf, file: File, capacity: u64) -> Result<MappedFile> {
         let len = usize::try_from(capacity).map_err(|_| {
             Error::InvalidArgument(format!("a {capacity}-byte file map needs a 64-bit target"))
         })?;
-        // SAFETY: the map is read-only and private to this handle, which holds
-        // the store's exclusive lock, so no other zrecord handle writes or
-        // truncates the file. Reads are bounds-checked against the committed
+        // SAFETY: the map is read-only. The handle holds the store's lock:
+        // exclusive for a writer, so no other zrecord handle writes or
+        // truncates the file; shared for a reader, so no zrecord handle
+        // writes at all. Reads are bounds-checked against the committed
         // frontier (see `FileTable::stored`), which never passes the file's
         // end; truncation happens only under `&mut` (compact, recovery) when
         // no read can be running. As with any mmap, a file shrunk behind the
@@ -66,11 +66,12 @@ pub(crate) struct Chunk {
 }
 
 /// The open `.chunk` and `.loc` files of a store.
+#[derive(Clone)]
 pub(crate) struct FileTable {
     dir: PathBuf,
     geometry: Geometry,
-    pub(crate) chunks: Vec<Chunk>,
-    pub(crate) segments: Vec<MappedFile>,
+    pub(crate) chunks: Vec<Arc<Chunk>>,
+    pub(crate) segments: Vec<Arc<MappedFile>>,
 }
 
 impl FileTable {
@@ -83,26 +84,37 @@ impl FileTable {
         }
     }
 
-    /// Opens chunk `id` (the next one), creating its file if `create`.
-    pub(crate) fn push_chunk(&mut self, create: bool, committed: u64) -> Result<()> {
-        let id = self.chunks.len() as u64;
-        let path = self.dir.join(chunk_file(id));
-        let file = MappedFile::open(path, 1 << self.geometry.chunk_bits, create)?;
-        self.chunks.push(Chunk {
+    /// Adds the next chunk, `file` (opened from its canonical name), of
+    /// which `committed` bytes hold records.
+    pub(crate) fn push_chunk(&mut self, file: File, committed: u64) -> Result<()> {
+        let path = self.dir.join(chunk_file(self.chunks.len() as u64));
+        let file = MappedFile::map(path, file, 1 << self.geometry.chunk_bits)?;
+        self.chunks.push(Arc::new(Chunk {
             file,
             committed: AtomicU64::new(committed),
-        });
+        }));
         Ok(())
     }
 
-    /// Opens record-table segment `id` (the next one), creating its file if `create`.
-    pub(crate) fn push_segment(&mut self, create: bool) -> Result<()> {
-        let id = self.segments.len() as u64;
-        let path = self.dir.join(loc_file(id));
+    /// Adds the next record-table segment, `file`.
+    pub(crate) fn push_segment(&mut self, file: File) -> Result<()> {
+        let path = self.dir.join(loc_file(self.segments.len() as u64));
         let capacity = self.geometry.segment_entries() * LOC_ENTRY_LEN as u64;
         self.segments
-            .push(MappedFile::open(path, capacity, create)?);
+            .push(Arc::new(MappedFile::map(path, file, capacity)?));
         Ok(())
+    }
+
+    /// Creates the next chunk's file (empty) and adds it.
+    pub(crate) fn create_chunk(&mut self) -> Result<()> {
+        let path = self.dir.join(chunk_file(self.chunks.len() as u64));
+        self.push_chunk(regular::open(&path, Access::Create)?, 0)
+    }
+
+    /// Creates the next segment's file (empty) and adds it.
+    pub(crate) fn create_segment(&mut self) -> Result<()> {
+        let path = self.dir.join(loc_file(self.segments.len() as u64));
+        self.push_segment(regular::open(&path, Access::Create)?)
     }
 
     /// The bytes of table entry `phys`, which must be below the committed length.

@@ -2,7 +2,7 @@
 //! fill a caller's buffer — on the calling thread for small batches, where
 //! fanning out costs more than the copy, across all cores otherwise.
 
-use std::sync::RwLockReadGuard;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use rayon::prelude::*;
@@ -11,7 +11,7 @@ use super::Engine;
 use super::copy::{LARGE_RECORD, STREAMING_BATCH, copy_record};
 use super::files::FileTable;
 use super::prefetch::{prefetch, prefetch_line};
-use crate::format::RecordLoc;
+use crate::format::{MAX_RECORD_BYTES, RecordLoc, checksum};
 use crate::{Error, Result};
 
 /// A raw gather smaller than this stays on the calling thread: copying
@@ -24,14 +24,14 @@ const PARALLEL_DECODE_BYTES: usize = 64 << 10;
 /// snapshot was taken are not part of it.
 pub(crate) struct Snapshot<'a> {
     engine: &'a Engine,
-    files: RwLockReadGuard<'a, FileTable>,
+    files: Arc<FileTable>,
     phys_len: u64,
 }
 
 impl Engine {
     pub(crate) fn snapshot(&self) -> Snapshot<'_> {
-        // Lock first, then read the length: every file a committed record
-        // needs was added before that length was published.
+        // Files first, then the length: every file a committed record needs
+        // was published before that length was.
         let files = self.files();
         let phys_len = self.len.load(Ordering::Acquire);
         Snapshot {
@@ -85,12 +85,63 @@ impl Snapshot<'_> {
         self.phys_loc(index * self.engine.group + part)
     }
 
-    /// The stored bytes of logical record `index` at `loc`.
+    /// The stored bytes of logical record `index` at `loc` (frame, or raw
+    /// bytes and trailer).
     #[inline]
     pub(crate) fn stored(&self, index: u64, loc: RecordLoc) -> Result<&[u8]> {
         self.files
             .stored(loc)
             .map_err(|reason| self.corrupt(index, reason))
+    }
+
+    /// Checks an entry's sizes against the format: at most 2^31 logical
+    /// bytes, and for a record stored raw, its stored size is its logical
+    /// size plus the trailer.
+    #[inline]
+    pub(crate) fn check_entry(&self, index: u64, loc: RecordLoc, raw: bool) -> Result<()> {
+        if u64::from(loc.logic_len) > MAX_RECORD_BYTES {
+            return Err(self.corrupt(
+                index,
+                format!(
+                    "it claims {} bytes, more than the format's {MAX_RECORD_BYTES}-byte limit",
+                    loc.logic_len
+                ),
+            ));
+        }
+        if raw && loc.phys_len as usize != loc.logic_len as usize + self.engine.trailer_len() {
+            return Err(self.corrupt(
+                index,
+                format!(
+                    "a raw record of {} bytes stored in {}",
+                    loc.logic_len, loc.phys_len
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The bytes of a record stored raw (a raw store's payload, or a shape
+    /// record) at `loc`, without its trailer; its checksum is checked when
+    /// `check` (and the store has checksums).
+    #[inline]
+    pub(crate) fn raw_record(&self, index: u64, loc: RecordLoc, check: bool) -> Result<&[u8]> {
+        self.check_entry(index, loc, true)?;
+        let stored = self.stored(index, loc)?;
+        let (body, trailer) = stored.split_at(loc.logic_len as usize);
+        if check && let Ok(want) = trailer.try_into() {
+            checksum::check_body(body, want).map_err(|reason| self.corrupt(index, reason))?;
+        }
+        Ok(body)
+    }
+
+    /// Whether the store's payloads are stored raw.
+    pub(crate) fn is_raw(&self) -> bool {
+        self.engine.codec.is_raw()
+    }
+
+    /// Whether gathers check raw records' checksums.
+    pub(crate) fn checks_on_read(&self) -> bool {
+        self.engine.options.verify_on_read && self.engine.features.checksums
     }
 
     /// Decodes the payload of logical record `index` at `loc` into `dst`,
@@ -103,6 +154,11 @@ impl Snapshot<'_> {
                 format!("it is {} bytes, expected {}", loc.logic_len, dst.len()),
             ));
         }
+        if self.engine.codec.is_raw() {
+            dst.copy_from_slice(self.raw_record(index, loc, self.checks_on_read())?);
+            return Ok(());
+        }
+        self.check_entry(index, loc, false)?;
         let stored = self.stored(index, loc)?;
         self.engine
             .codec
@@ -159,10 +215,15 @@ impl Snapshot<'_> {
                 prefetch_line(entry);
             }
         }
+        let trailer = self.engine.trailer_len();
         let mut sources: Vec<(u64, &[u8])> = Vec::with_capacity(indices.len());
         for &index in indices {
             let loc = self.loc(index, 0)?;
-            let stored_width = if raw { width } else { loc.phys_len as usize };
+            let stored_width = if raw {
+                width + trailer
+            } else {
+                loc.phys_len as usize
+            };
             if loc.logic_len as usize != width || loc.phys_len as usize != stored_width {
                 return Err(self.corrupt(
                     index,
@@ -176,13 +237,16 @@ impl Snapshot<'_> {
             prefetch(stored);
             sources.push((index, stored));
         }
+        if raw && self.checks_on_read() {
+            self.check_raw(&sources, width)?;
+        }
         // Pass 2.
         if raw && width >= LARGE_RECORD {
             return self.copy_large(&sources, dst, width);
         }
         let fill = |(out, &(index, stored)): (&mut [u8], &(u64, &[u8]))| -> Result<()> {
             if raw {
-                out.copy_from_slice(stored);
+                out.copy_from_slice(&stored[..width]);
                 Ok(())
             } else {
                 self.engine
@@ -201,11 +265,33 @@ impl Snapshot<'_> {
         }
     }
 
+    /// Checks the trailers of raw records stored as `sources`, `width` bytes
+    /// each (in parallel for large batches).
+    fn check_raw(&self, sources: &[(u64, &[u8])], width: usize) -> Result<()> {
+        let check = |&(index, stored): &(u64, &[u8])| -> Result<()> {
+            let (body, trailer) = stored.split_at(width);
+            match trailer.try_into() {
+                Ok(want) => checksum::check_body(body, want),
+                Err(_) => Err(format!("{} stored bytes hold no checksum", stored.len())),
+            }
+            .map_err(|reason| self.corrupt(index, reason))
+        };
+        if self.parallel(width * sources.len(), sources.len()) {
+            sources
+                .par_iter()
+                .with_min_len(min_len(sources.len()))
+                .try_for_each(check)
+        } else {
+            sources.iter().try_for_each(check)
+        }
+    }
+
     /// Pass 2 of a raw gather of large records: see [`copy_record`].
     fn copy_large(&self, sources: &[(u64, &[u8])], dst: &mut [u8], width: usize) -> Result<()> {
         let streaming = dst.len() >= STREAMING_BATCH;
-        let fill =
-            |(out, &(_, stored)): (&mut [u8], &(u64, &[u8]))| copy_record(out, stored, streaming);
+        let fill = |(out, &(_, stored)): (&mut [u8], &(u64, &[u8]))| {
+            copy_record(out, &stored[..width], streaming)
+        };
         if self.parallel(dst.len(), sources.len()) {
             dst.par_chunks_mut(width)
                 .zip(sources.par_iter())

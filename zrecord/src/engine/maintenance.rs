@@ -5,8 +5,8 @@ use std::ops::ControlFlow;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::Ordering;
 
+use super::Engine;
 use super::journal::{self, Journal};
-use super::{Engine, truncate};
 use crate::format::{LOC_ENTRY_LEN, RecordLoc, chunk_file, loc_file};
 use crate::{Error, Result};
 
@@ -33,6 +33,19 @@ impl CompactProgress {
 }
 
 impl Engine {
+    /// Fails when a delete or compaction on this handle stopped on an error
+    /// with its journal flag still set: its journal may hold a move that
+    /// only a reopen redoes, and a new journal would overwrite it.
+    fn check_no_failed_maintenance(&self) -> Result<()> {
+        if self.journal_flag.load(Ordering::Acquire) {
+            return Err(Error::NeedsRecovery {
+                path: self.dir.clone(),
+                reason: "a delete or compaction on this handle stopped on an error".into(),
+            });
+        }
+        Ok(())
+    }
+
     /// Writes table entry `phys`.
     pub(super) fn write_loc(&self, phys: u64, loc: RecordLoc) -> Result<()> {
         let entries = self.geometry.segment_entries();
@@ -49,43 +62,12 @@ impl Engine {
             .map_err(Error::io("write", &segment.path))
     }
 
-    /// Redoes the record move a killed compaction journaled (see
-    /// [`journal`]), then removes the journal. Runs in `open`.
-    pub(crate) fn redo_compaction_journal(&self) -> Result<()> {
-        if let Some(m) = journal::pending(&self.dir)? {
-            let files = self.files();
-            let end = u64::from(m.loc.offset) + u64::from(m.loc.phys_len);
-            let chunk = files
-                .chunks
-                .get(m.loc.chunk as usize)
-                .filter(|c| end <= c.committed.load(Ordering::Acquire))
-                .filter(|_| m.phys < self.len.load(Ordering::Acquire));
-            let Some(chunk) = chunk else {
-                return Err(Error::corrupt(
-                    self.dir.join(journal::JOURNAL_FILE),
-                    format!(
-                        "it moves record {} to bytes {}..{end} of chunk {}, outside the committed store",
-                        m.phys, m.loc.offset, m.loc.chunk
-                    ),
-                ));
-            };
-            chunk
-                .file
-                .file
-                .write_all_at(&m.bytes, m.loc.offset.into())
-                .map_err(Error::io("write", &chunk.file.path))?;
-            drop(files);
-            self.write_loc(m.phys, m.loc)?;
-            let segment = m.phys / self.geometry.segment_entries();
-            self.writer().touch(Some(m.loc.chunk), Some(segment));
-        }
-        journal::finish(&self.dir)
-    }
-
     /// Deletes the logical records `indices` (of the store before the call;
     /// repeats count once) by moving the last record into each hole.
     /// Returns how many records were deleted.
     pub(crate) fn delete(&mut self, indices: &[u64]) -> Result<u64> {
+        self.check_writable()?;
+        self.check_no_failed_maintenance()?;
         let group = self.group;
         let len = self.len();
         if let Some(&index) = indices.iter().find(|&&i| i >= len) {
@@ -98,10 +80,14 @@ impl Engine {
             return Ok(0);
         }
         // Journaled, so a kill between the entry moves and the commit is
-        // finished by the next open instead of leaving duplicates behind.
+        // finished by the next open instead of leaving duplicates behind;
+        // flagged in meta.zr first, so no reader that ignores journals opens
+        // the store until the journal is gone.
+        self.set_journal_flag(true)?;
         journal::record_delete(&self.dir, len * group, &targets)?;
         self.apply_delete(&targets)?;
         journal::finish_delete(&self.dir)?;
+        self.set_journal_flag(false)?;
         Ok(targets.len() as u64)
     }
 
@@ -110,7 +96,7 @@ impl Engine {
     /// Running it again after a kill part way gives the same result: an entry
     /// it reads is one no earlier step of the same call wrote, or wrote with
     /// the value it writes again.
-    fn apply_delete(&self, targets: &[u64]) -> Result<()> {
+    pub(super) fn apply_delete(&self, targets: &[u64]) -> Result<()> {
         let group = self.group;
         let len = self.len();
         let mut live = len;
@@ -139,29 +125,6 @@ impl Engine {
         Ok(())
     }
 
-    /// Finishes a delete a killed process journaled: redone if its length
-    /// was not committed, then the journal removed. Runs in `open`.
-    pub(crate) fn redo_delete_journal(&self) -> Result<()> {
-        if let Some(d) = journal::pending_delete(&self.dir)? {
-            let phys_len = self.len.load(Ordering::Acquire);
-            if d.phys_len == phys_len {
-                let len = phys_len / self.group;
-                let valid = d.targets.first().is_some_and(|&t| t < len)
-                    && d.targets.windows(2).all(|w| w[0] > w[1]);
-                if !valid {
-                    return Err(Error::corrupt(
-                        self.dir.join(journal::DELETE_JOURNAL_FILE),
-                        format!(
-                            "its targets are not distinct indices below {len}, in descending order"
-                        ),
-                    ));
-                }
-                self.apply_delete(&d.targets)?;
-            }
-        }
-        journal::finish_delete(&self.dir)
-    }
-
     /// Repacks the live records densely in physical order, then truncates
     /// and removes what lies past the new frontier. `on_progress` sees every
     /// record and may stop the run between records; the store is consistent
@@ -170,6 +133,8 @@ impl Engine {
         &mut self,
         mut on_progress: impl FnMut(&CompactProgress) -> ControlFlow<()>,
     ) -> Result<CompactProgress> {
+        self.check_writable()?;
+        self.check_no_failed_maintenance()?;
         let phys_len = self.len.load(Ordering::Acquire);
         let mut order = Vec::with_capacity(phys_len as usize);
         {
@@ -188,6 +153,7 @@ impl Engine {
         let mut fills: Vec<u64> = Vec::new(); // final size of each chunk before the frontier
         let (mut chunk, mut offset) = (0u32, 0u64);
         let mut buf = Vec::new();
+        self.set_journal_flag(true)?;
         let mut journal = Journal::create(&self.dir)?;
         for &(loc, phys) in &order {
             let len = u64::from(loc.phys_len);
@@ -223,6 +189,10 @@ impl Engine {
                         .file
                         .write_all_at(&buf, offset)
                         .map_err(Error::io("write", &dst.file.path))?;
+                    // A record moved into an earlier chunk may land past the
+                    // bytes that chunk held: they hold a record now (and a
+                    // reopen counts them, as the file's length).
+                    dst.committed.fetch_max(offset + len, Ordering::AcqRel);
                 }
                 self.write_loc(phys, new_loc)?;
                 if overlaps {
@@ -236,46 +206,51 @@ impl Engine {
             if on_progress(&progress).is_break() {
                 self.writer().touch(Some(0), Some(0));
                 journal.remove()?;
+                self.set_journal_flag(false)?;
                 return Ok(progress);
             }
         }
         fills.push(offset);
         journal.remove()?;
 
-        // Commit the new frontier, then release what lies past it.
+        // Commit the new frontier (and clear the journal flag), then release
+        // what lies past it.
         let segments = self.geometry.segments_for(phys_len);
+        let entries = self.geometry.segment_entries();
+        self.journal_flag.store(false, Ordering::Release);
         self.write_meta(chunk, offset, phys_len)?;
-        let files = self
-            .files
-            .get_mut()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let dir = self.dir.clone();
+        let files = self.files_exclusive();
         for (c, &fill) in fills.iter().enumerate() {
             let file = &files.chunks[c];
             if file.file.file_len()? != fill {
-                truncate(&file.file.path, fill)?;
+                file.file
+                    .file
+                    .set_len(fill)
+                    .map_err(Error::io("truncate", &file.file.path))?;
             }
             file.committed.store(fill, Ordering::Release);
         }
         let stale_chunks: Vec<_> = files
             .chunks
             .drain(fills.len()..)
-            .map(|c| c.file.path)
+            .map(|c| c.file.path.clone())
             .collect();
         let stale_segments: Vec<_> = files
             .segments
             .drain(segments as usize..)
-            .map(|s| s.path)
+            .map(|s| s.path.clone())
             .collect();
         for path in stale_chunks.iter().chain(&stale_segments) {
             fs::remove_file(path).map_err(Error::io("remove", path))?;
         }
-        let last_segment = self.dir.join(loc_file(segments - 1));
-        let entries = self.geometry.segment_entries();
-        truncate(
-            &last_segment,
-            (phys_len - (segments - 1) * entries) * LOC_ENTRY_LEN as u64,
-        )?;
-        debug_assert!(!self.dir.join(chunk_file(u64::from(chunk) + 1)).exists());
+        let last_segment = &files.segments[segments as usize - 1];
+        last_segment
+            .file
+            .set_len((phys_len - (segments - 1) * entries) * LOC_ENTRY_LEN as u64)
+            .map_err(Error::io("truncate", &last_segment.path))?;
+        debug_assert_eq!(last_segment.path, dir.join(loc_file(segments - 1)));
+        debug_assert!(!dir.join(chunk_file(u64::from(chunk) + 1)).exists());
 
         let w = self
             .writer

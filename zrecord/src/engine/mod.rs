@@ -9,27 +9,30 @@ mod files;
 mod gather;
 mod journal;
 mod maintenance;
+mod open;
 mod prefetch;
+pub(crate) mod regular;
 mod verify;
 
-use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::Read;
+use std::fs::{self, File};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
 pub(crate) use gather::Snapshot;
 pub use maintenance::CompactProgress;
+pub use open::{DiscardedJournal, RepairReport};
 pub use verify::VerifyReport;
 
 use crate::codec::CodecRuntime;
 use crate::format::{
-    DICT_FILE, Geometry, LOC_ENTRY_LEN, META_FILE, META_LEN, MetaHeader, STORE_FILE, StoreHeader,
-    TypeIdentity, chunk_file, loc_file,
+    CodecTag, DICT_FILE, Geometry, META_FILE, MetaFlags, MetaHeader, STORE_FILE, StoreFeatures,
+    StoreHeader, TypeIdentity, checksum, chunk_file, loc_file,
 };
-use crate::{Codec, Dictionary, Error, Result, StoreKind};
+use crate::{Codec, Error, OpenOptions, Result};
 use files::FileTable;
+use regular::Access;
 
 /// What a store holds and where its bytes go — from [`DenseStore::stats`](crate::DenseStore::stats)
 /// and [`RaggedStore::stats`](crate::RaggedStore::stats).
@@ -75,16 +78,26 @@ impl Writer {
 
 pub(crate) struct Engine {
     dir: PathBuf,
-    /// `meta.zr`, opened once and locked for the handle's lifetime.
+    /// `meta.zr`, opened once and locked for the handle's lifetime
+    /// (exclusively, or shared by read-only handles).
     meta: File,
     identity: TypeIdentity,
     codec: CodecRuntime,
     geometry: Geometry,
+    /// The format version of the store's headers (1 or 2).
+    version: u8,
+    features: StoreFeatures,
+    options: OpenOptions,
     /// Physical records per logical record: 1 (dense) or 2 (ragged payload + shape).
     group: u64,
     /// Committed physical records; published after the header is written.
     len: AtomicU64,
-    files: RwLock<FileTable>,
+    /// `meta.zr`'s journal flag: set while a delete or compaction may leave
+    /// a journal behind.
+    journal_flag: AtomicBool,
+    /// The open files. Readers clone the `Arc` and let go of the lock at
+    /// once; a writer that adds files publishes a new table.
+    files: RwLock<Arc<FileTable>>,
     writer: Mutex<Writer>,
 }
 
@@ -141,91 +154,7 @@ impl Engine {
             let _ = fs::remove_dir_all(&staging);
             return Err(e);
         }
-        Engine::open(dir)
-    }
-
-    /// Opens the store at `dir`, checking every header, and takes its lock.
-    pub(crate) fn open(dir: &Path) -> Result<Engine> {
-        let not_a_store = |reason: &str| Error::NotAStore {
-            path: dir.into(),
-            reason: reason.into(),
-        };
-        match fs::metadata(dir) {
-            Ok(m) if m.is_dir() => {}
-            Ok(_) => return Err(not_a_store("it is not a folder")),
-            Err(_) => return Err(not_a_store("no such folder")),
-        }
-        let store_path = dir.join(STORE_FILE);
-        let meta_path = dir.join(META_FILE);
-        if !store_path.is_file() || !meta_path.is_file() {
-            return Err(not_a_store("it has no store.zr and meta.zr"));
-        }
-        let meta = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&meta_path)
-            .map_err(Error::io("open", &meta_path))?;
-        match meta.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Err(Error::StoreBusy { path: dir.into() }),
-            Err(TryLockError::Error(e)) => return Err(Error::io("lock", &meta_path)(e)),
-        }
-
-        let header = StoreHeader::decode(&store_path, &read_small(&store_path, 1 << 20)?)?;
-        let mut meta_bytes = Vec::with_capacity(META_LEN + 1);
-        (&meta)
-            .take(META_LEN as u64 + 1)
-            .read_to_end(&mut meta_bytes)
-            .map_err(Error::io("read", &meta_path))?;
-        let m = MetaHeader::decode(&meta_path, &meta_bytes)?;
-        let dict_path = dir.join(DICT_FILE);
-        let dict = match (m.wants_dictionary(), dict_path.exists()) {
-            (true, false) => return Err(Error::MissingDictionary { path: dir.into() }),
-            (true, true) => Some(
-                Dictionary::from_bytes(read_small(&dict_path, 1 << 30)?)
-                    .map_err(|e| Error::corrupt(&dict_path, e.to_string()))?,
-            ),
-            (false, true) => {
-                return Err(Error::corrupt(
-                    &dict_path,
-                    "a dictionary in a store whose codec needs none",
-                ));
-            }
-            (false, false) => None,
-        };
-        let codec = CodecRuntime::new(m.codec(dict))?;
-        let group = match header.identity.kind() {
-            StoreKind::Dense => 1,
-            StoreKind::Ragged => 2,
-        };
-        if m.length % group != 0 {
-            return Err(Error::corrupt(
-                &meta_path,
-                format!("a ragged store with an odd physical length {}", m.length),
-            ));
-        }
-
-        let files = check_and_recover(dir, &m)?;
-        let engine = Engine {
-            dir: dir.into(),
-            meta,
-            identity: header.identity,
-            codec,
-            geometry: m.geometry,
-            group,
-            len: AtomicU64::new(m.length),
-            files: RwLock::new(files),
-            writer: Mutex::new(Writer {
-                tail_chunk: m.tail_chunk,
-                tail_offset: m.tail_offset.into(),
-                dirty_chunks_from: None,
-                dirty_segments_from: None,
-                dirty_meta: false,
-            }),
-        };
-        engine.redo_compaction_journal()?;
-        engine.redo_delete_journal()?;
-        Ok(engine)
+        Engine::open(dir, OpenOptions::new())
     }
 
     pub(crate) fn dir(&self) -> &Path {
@@ -240,6 +169,40 @@ impl Engine {
         self.codec.codec()
     }
 
+    /// The format version of the store (1 or 2).
+    pub(crate) fn version(&self) -> u8 {
+        self.version
+    }
+
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.options.read_only
+    }
+
+    /// Fails on a read-only handle: every write path calls it first.
+    fn check_writable(&self) -> Result<()> {
+        if self.options.read_only {
+            return Err(Error::ReadOnly {
+                path: self.dir.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether ragged records may have zero elements (format version 2).
+    pub(crate) fn allows_empty_records(&self) -> bool {
+        self.features.empty_records
+    }
+
+    /// Bytes a raw-stored record keeps after its own: its checksum (format
+    /// version 2), or nothing.
+    fn trailer_len(&self) -> usize {
+        if self.features.checksums {
+            checksum::TRAILER_LEN
+        } else {
+            0
+        }
+    }
+
     /// Committed logical records.
     pub(crate) fn len(&self) -> u64 {
         self.len.load(Ordering::Acquire) / self.group
@@ -250,12 +213,19 @@ impl Engine {
         self.group == 2 && phys % 2 == 1
     }
 
-    fn files(&self) -> RwLockReadGuard<'_, FileTable> {
-        self.files.read().unwrap_or_else(PoisonError::into_inner)
+    /// The current table of open files; the lock is held only to clone it.
+    fn files(&self) -> Arc<FileTable> {
+        Arc::clone(&self.files.read().unwrap_or_else(PoisonError::into_inner))
     }
 
-    fn files_mut(&self) -> RwLockWriteGuard<'_, FileTable> {
-        self.files.write().unwrap_or_else(PoisonError::into_inner)
+    /// Publishes a new table of open files.
+    fn publish_files(&self, table: FileTable) {
+        *self.files.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(table);
+    }
+
+    /// The table of open files, to change under `&mut self` (no reader exists).
+    fn files_exclusive(&mut self) -> &mut FileTable {
+        Arc::make_mut(self.files.get_mut().unwrap_or_else(PoisonError::into_inner))
     }
 
     fn writer(&self) -> MutexGuard<'_, Writer> {
@@ -265,12 +235,17 @@ impl Engine {
     /// Writes the header: the commit point of every change.
     fn write_meta(&self, tail_chunk: u32, tail_offset: u64, length: u64) -> Result<()> {
         let header = MetaHeader {
-            codec_tag: MetaHeader::codec_tag(self.codec()),
+            version: self.version,
+            codec: CodecTag::from(self.codec()),
             geometry: self.geometry,
             tail_chunk,
             tail_offset: u32::try_from(tail_offset)
                 .map_err(|_| Error::corrupt(&self.dir, "tail offset overflow"))?,
             length,
+            flags: MetaFlags::default().with(
+                MetaFlags::JOURNAL,
+                self.journal_flag.load(Ordering::Acquire),
+            ),
         };
         let path = self.dir.join(META_FILE);
         self.meta
@@ -300,8 +275,24 @@ impl Engine {
         })
     }
 
+    /// Sets or clears `meta.zr`'s journal flag, rewriting the header with
+    /// the committed state unchanged.
+    fn set_journal_flag(&self, on: bool) -> Result<()> {
+        self.journal_flag.store(on, Ordering::Release);
+        let (tail_chunk, tail_offset) = {
+            let w = self.writer();
+            (w.tail_chunk, w.tail_offset)
+        };
+        self.write_meta(tail_chunk, tail_offset, self.len.load(Ordering::Acquire))?;
+        self.writer().dirty_meta = true;
+        Ok(())
+    }
+
     /// Makes the committed state durable: data, then record table, then header.
     pub(crate) fn sync(&self) -> Result<()> {
+        if self.options.read_only {
+            return Ok(());
+        }
         let mut w = self.writer();
         let files = self.files();
         if let Some(from) = w.dirty_chunks_from {
@@ -344,7 +335,7 @@ fn write_new_store(
     fs::create_dir(staging).map_err(Error::io("create", staging))?;
     let write = |name: &str, bytes: &[u8]| -> Result<()> {
         let path = staging.join(name);
-        let f = File::create_new(&path).map_err(Error::io("create", &path))?;
+        let f = regular::open(&path, Access::Replace)?;
         f.write_all_at(bytes, 0)
             .map_err(Error::io("write", &path))?;
         f.sync_all().map_err(Error::io("sync", &path))
@@ -355,120 +346,8 @@ fn write_new_store(
     write(&loc_file(0), &[])?;
     write(&chunk_file(0), &[])?;
     write(META_FILE, &MetaHeader::new(codec, geometry).encode())?;
-    write(
-        STORE_FILE,
-        &StoreHeader {
-            identity: identity.clone(),
-        }
-        .encode(),
-    )?;
+    write(STORE_FILE, &StoreHeader::new(identity.clone()).encode())?;
     sync_dir(staging)
-}
-
-/// Checks the record table and chunks against the header, then removes what
-/// an interrupted append left past the committed frontier, and opens the files.
-fn check_and_recover(dir: &Path, m: &MetaHeader) -> Result<FileTable> {
-    let g = m.geometry;
-    let segments = g.segments_for(m.length);
-    let file_len = |path: &Path| -> Result<u64> {
-        fs::metadata(path)
-            .map(|md| md.len())
-            .map_err(|_| Error::corrupt(path, "missing (the header needs it)"))
-    };
-    // Validate everything before touching anything.
-    for s in 0..segments {
-        let path = dir.join(loc_file(s));
-        let need =
-            (m.length - s * g.segment_entries()).min(g.segment_entries()) * LOC_ENTRY_LEN as u64;
-        let have = file_len(&path)?;
-        if have < need {
-            return Err(Error::corrupt(
-                &path,
-                format!(
-                    "{} record-table entries, the header needs {}",
-                    have / LOC_ENTRY_LEN as u64,
-                    need / LOC_ENTRY_LEN as u64
-                ),
-            ));
-        }
-    }
-    let mut chunk_lens = Vec::with_capacity(m.tail_chunk as usize + 1);
-    for c in 0..=u64::from(m.tail_chunk) {
-        let path = dir.join(chunk_file(c));
-        let have = file_len(&path)?;
-        if have > g.chunk_capacity() {
-            return Err(Error::corrupt(
-                &path,
-                format!("{have} bytes, more than a chunk holds"),
-            ));
-        }
-        if c == u64::from(m.tail_chunk) && have < u64::from(m.tail_offset) {
-            return Err(Error::corrupt(
-                &path,
-                format!("{have} bytes, the header has committed {}", m.tail_offset),
-            ));
-        }
-        chunk_lens.push(have);
-    }
-
-    // Recovery: drop uncommitted bytes and files an interrupted append left.
-    let tail_path = dir.join(chunk_file(m.tail_chunk.into()));
-    if chunk_lens.last().copied() != Some(u64::from(m.tail_offset)) {
-        truncate(&tail_path, m.tail_offset.into())?;
-    }
-    let last_segment = dir.join(loc_file(segments - 1));
-    let last_need = (m.length - (segments - 1) * g.segment_entries()) * LOC_ENTRY_LEN as u64;
-    if file_len(&last_segment)? > last_need {
-        truncate(&last_segment, last_need)?;
-    }
-    for entry in fs::read_dir(dir).map_err(Error::io("list", dir))? {
-        let name = entry.map_err(Error::io("list", dir))?.file_name();
-        let name = name.to_string_lossy();
-        let stale = match name.split_once('.') {
-            Some((n, "chunk")) => n.parse::<u64>().is_ok_and(|n| n > m.tail_chunk.into()),
-            Some((n, "loc")) => n.parse::<u64>().is_ok_and(|n| n >= segments),
-            _ => false,
-        };
-        if stale {
-            let path = dir.join(&*name);
-            fs::remove_file(&path).map_err(Error::io("remove", &path))?;
-        }
-    }
-
-    let mut files = FileTable::new(dir, g);
-    for _ in 0..segments {
-        files.push_segment(false)?;
-    }
-    for (c, len) in chunk_lens.iter().enumerate() {
-        let committed = if c == m.tail_chunk as usize {
-            m.tail_offset.into()
-        } else {
-            *len
-        };
-        files.push_chunk(false, committed)?;
-    }
-    Ok(files)
-}
-
-fn truncate(path: &Path, len: u64) -> Result<()> {
-    OpenOptions::new()
-        .write(true)
-        .open(path)
-        .and_then(|f| f.set_len(len))
-        .map_err(Error::io("truncate", path))
-}
-
-/// Reads a whole file that should be small, refusing one larger than `limit`.
-fn read_small(path: &Path, limit: u64) -> Result<Vec<u8>> {
-    let f = File::open(path).map_err(Error::io("open", path))?;
-    let mut bytes = Vec::new();
-    f.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(Error::io("read", path))?;
-    if bytes.len() as u64 > limit {
-        return Err(Error::corrupt(path, format!("larger than {limit} bytes")));
-    }
-    Ok(bytes)
 }
 
 /// Makes a folder's entries (new, renamed or removed files) durable.

@@ -4,9 +4,10 @@
 use rayon::prelude::*;
 
 use super::{Engine, Snapshot};
+use crate::codec::FrameChecker;
 use crate::dtype::validate_bytes;
-use crate::format::{TypeIdentity, decode_shape};
-use crate::{Codec, Error, Result};
+use crate::format::{RecordLoc, TypeIdentity, decode_shape};
+use crate::{Error, Result};
 
 /// What [`verify`](crate::DenseStore::verify) checked.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -28,12 +29,22 @@ impl Engine {
         let snap = self.snapshot();
         let len = snap.len();
         let mut report = VerifyReport::default();
+        let checker = || {
+            self.codec.frame_checker().map_err(|reason| Error::Corrupt {
+                path: self.dir.clone(),
+                reason,
+            })
+        };
         for start in (0..len).step_by(BLOCK as usize) {
             let end = (start + BLOCK).min(len);
             let results: Vec<Result<(u64, u64)>> = (start..end)
                 .into_par_iter()
-                .map_init(Vec::new, |scratch, index| {
-                    self.verify_record(&snap, index, scratch)
+                .map_init(checker, |checker, index| {
+                    let checker = checker.as_mut().map_err(|e| Error::Corrupt {
+                        path: self.dir.clone(),
+                        reason: e.to_string(),
+                    })?;
+                    self.verify_record(&snap, index, checker)
                 })
                 .collect();
             for result in results {
@@ -49,11 +60,13 @@ impl Engine {
     }
 
     /// Checks one logical record; returns its logical and stored sizes.
+    /// Memory stays bounded: raw records are checked where they lie, frames
+    /// are decoded a piece at a time.
     fn verify_record(
         &self,
         snap: &Snapshot<'_>,
         index: u64,
-        scratch: &mut Vec<u8>,
+        checker: &mut FrameChecker<'_>,
     ) -> Result<(u64, u64)> {
         let corrupt = |reason: String| Error::CorruptRecord {
             path: self.dir.clone(),
@@ -61,6 +74,7 @@ impl Engine {
             reason,
         };
         let loc = snap.loc(index, 0)?;
+        snap.check_entry(index, loc, self.codec.is_raw())?;
         let mut stored = u64::from(loc.phys_len);
         match &self.identity {
             TypeIdentity::Dense { .. } => {
@@ -74,13 +88,9 @@ impl Engine {
             }
             TypeIdentity::Ragged { dtype } => {
                 let shape_loc = snap.loc(index, 1)?;
-                if shape_loc.phys_len != shape_loc.logic_len {
-                    return Err(corrupt(
-                        "its shape record is compressed; shape records are stored raw".into(),
-                    ));
-                }
                 let mut dims = Vec::new();
-                decode_shape(snap.stored(index, shape_loc)?, &mut dims).map_err(corrupt)?;
+                decode_shape(snap.raw_record(index, shape_loc, true)?, &mut dims)
+                    .map_err(corrupt)?;
                 let elements = dims
                     .iter()
                     .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64));
@@ -92,42 +102,67 @@ impl Engine {
                         loc.logic_len
                     )));
                 }
+                if loc.logic_len == 0 && !self.allows_empty_records() {
+                    return Err(corrupt(
+                        "it has zero elements, which a format-1 store cannot hold".into(),
+                    ));
+                }
                 stored += u64::from(shape_loc.phys_len);
             }
         }
-        if *self.codec() == Codec::Raw && loc.phys_len != loc.logic_len {
-            return Err(corrupt(format!(
-                "a raw record of {} bytes stored in {}",
-                loc.logic_len, loc.phys_len
-            )));
+        let dtype = self.identity.dtype();
+        let valid = |bytes: &[u8]| validate_bytes(dtype, bytes).map_err(|e| e.to_string());
+        if self.codec.is_raw() {
+            valid(snap.raw_record(index, loc, true)?).map_err(corrupt)?;
+        } else {
+            checker
+                .check(snap.stored(index, loc)?, loc.logic_len as usize, valid)
+                .map_err(corrupt)?;
         }
-        scratch.resize(loc.logic_len as usize, 0);
-        snap.read_into(index, loc, scratch)?;
-        validate_bytes(self.identity.dtype(), scratch).map_err(|e| corrupt(e.to_string()))?;
         Ok((loc.logic_len.into(), stored))
     }
 
-    /// Checks that no two physical records overlap.
+    /// Checks that no two physical records overlap. Holds one 16-byte span
+    /// per record (as much as the table), looking the records up again only
+    /// to name an overlap.
     fn verify_disjoint(&self, snap: &Snapshot<'_>) -> Result<()> {
-        let mut spans = Vec::with_capacity((snap.len() * self.group) as usize);
-        for phys in 0..snap.len() * self.group {
-            let loc = snap.phys_loc(phys)?;
-            spans.push((loc.chunk, loc.offset, loc.end(), phys));
+        let phys_len = snap.len() * self.group;
+        let span = |loc: RecordLoc| {
+            u128::from(loc.chunk) << 96 | u128::from(loc.offset) << 64 | u128::from(loc.end())
+        };
+        let mut spans = Vec::with_capacity(phys_len as usize);
+        for phys in 0..phys_len {
+            spans.push(span(snap.phys_loc(phys)?));
         }
         spans.sort_unstable();
-        for pair in spans.windows(2) {
-            let [(c1, _, end1, p1), (c2, start2, _, p2)] = [pair[0], pair[1]];
-            if c1 == c2 && end1 > u64::from(start2) {
-                return Err(Error::CorruptRecord {
-                    path: self.dir.clone(),
-                    index: p2.max(p1) / self.group,
-                    reason: format!(
-                        "its bytes in chunk {c2} overlap record {}'s",
-                        p2.min(p1) / self.group
-                    ),
-                });
+        let overlap = spans.windows(2).find(|pair| {
+            let [a, b] = [pair[0], pair[1]];
+            a >> 96 == b >> 96 && a as u64 > (b >> 64) as u32 as u64
+        });
+        let Some(&[a, b]) = overlap else {
+            return Ok(());
+        };
+        drop(spans);
+        // Name the two records (two spans may be equal: two entries, one place).
+        let owner = |want: u128, not: Option<u64>| -> Result<u64> {
+            for phys in 0..phys_len {
+                if Some(phys) != not && span(snap.phys_loc(phys)?) == want {
+                    return Ok(phys);
+                }
             }
-        }
-        Ok(())
+            Ok(0)
+        };
+        let first = owner(a, None)?;
+        let second = owner(b, Some(first))?;
+        let (first, second) = (first / self.group, second / self.group);
+        Err(Error::CorruptRecord {
+            path: self.dir.clone(),
+            index: first.max(second),
+            reason: format!(
+                "its bytes in chunk {} overlap record {}'s",
+                b >> 96,
+                first.min(second)
+            ),
+        })
     }
 }

@@ -34,8 +34,8 @@ pub fn open(path: impl AsRef<Path>) -> Result<ArrayFile> {
     let path = path.as_ref();
     let mut file = File::open(path).map_err(Error::io("open", path))?;
     let mut magic = [0u8; 2];
-    let gzipped = file.read(&mut magic).map_err(Error::io("read", path))? == 2
-        && magic == [0x1f, 0x8b];
+    let gzipped =
+        file.read(&mut magic).map_err(Error::io("read", path))? == 2 && magic == [0x1f, 0x8b];
     let file = BufReader::new(File::open(path).map_err(Error::io("open", path))?);
     let mut reader: Box<dyn Read + Send> = if gzipped {
         Box::new(flate2::read::GzDecoder::new(file))
@@ -45,7 +45,11 @@ pub fn open(path: impl AsRef<Path>) -> Result<ArrayFile> {
     let mut start = [0u8; 4];
     read_header(&mut reader, &mut start, FORMAT, path)?;
     if start[..2] != [0, 0] {
-        return Err(invalid(FORMAT, path, format!("not an IDX file (bad magic {start:02x?})")));
+        return Err(invalid(
+            FORMAT,
+            path,
+            format!("not an IDX file (bad magic {start:02x?})"),
+        ));
     }
     let dtype = match start[2] {
         0x08 => DType::U8,
@@ -54,7 +58,13 @@ pub fn open(path: impl AsRef<Path>) -> Result<ArrayFile> {
         0x0C => DType::I32,
         0x0D => DType::F32,
         0x0E => DType::F64,
-        t => return Err(invalid(FORMAT, path, format!("unknown IDX element type 0x{t:02x}"))),
+        t => {
+            return Err(invalid(
+                FORMAT,
+                path,
+                format!("unknown IDX element type 0x{t:02x}"),
+            ));
+        }
     };
     let mut shape = Vec::with_capacity(usize::from(start[3]));
     for _ in 0..start[3] {
@@ -110,7 +120,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bad");
         for bad in [
-            &[1, 0, 8, 1, 0, 0, 0, 1, 5][..],   // magic
+            &[1, 0, 8, 1, 0, 0, 0, 1, 5][..],    // magic
             &[0, 0, 0x0A, 1, 0, 0, 0, 1, 5][..], // element type
             &[0, 0, 8, 2, 0, 0, 0, 1][..],       // cut in the dimensions
         ] {
@@ -118,7 +128,10 @@ mod tests {
             let r = open(&path);
             assert!(matches!(r, Err(Error::ForeignFile { .. })), "{r:?}");
         }
-        for bad in [&[0, 0, 8, 1, 0, 0, 0, 2, 5][..], &[0, 0, 8, 1, 0, 0, 0, 1, 5, 6][..]] {
+        for bad in [
+            &[0, 0, 8, 1, 0, 0, 0, 2, 5][..],
+            &[0, 0, 8, 1, 0, 0, 0, 1, 5, 6][..],
+        ] {
             std::fs::write(&path, bad).unwrap();
             let r = open(&path).unwrap().read_all();
             assert!(matches!(r, Err(Error::ForeignFile { .. })), "{r:?}");

@@ -121,7 +121,11 @@ impl ArrayFile {
             .ok_or_else(|| self.invalid(format!("shape {:?} overflows", self.shape)))?;
         let mut values = DynVec::new(self.dtype);
         values
-            .fill_bytes(elements, |bytes| self.read_exact(bytes))
+            .fill_bytes(
+                elements,
+                self.shape.first().copied().unwrap_or(1),
+                |bytes| self.read_exact(bytes),
+            )
             .map_err(|e| match e {
                 Error::InvalidBool { offset, value } => {
                     self.invalid(format!("byte {offset} is {value}, not a bool"))
@@ -163,7 +167,11 @@ fn read_header(
 ) -> Result<()> {
     reader.read_exact(out).map_err(|e| {
         if e.kind() == ErrorKind::UnexpectedEof {
-            invalid(format, path, format!("truncated: the file ends inside its {format} header"))
+            invalid(
+                format,
+                path,
+                format!("truncated: the file ends inside its {format} header"),
+            )
         } else {
             Error::io("read", path)(e)
         }

@@ -56,7 +56,13 @@ pub fn open(path: impl AsRef<Path>) -> Result<ArrayFile> {
             read_header(&mut reader, &mut b, FORMAT, path)?;
             (u32::from_le_bytes(b) as usize, 12)
         }
-        v => return Err(invalid(FORMAT, path, format!("unsupported .npy version {v}"))),
+        v => {
+            return Err(invalid(
+                FORMAT,
+                path,
+                format!("unsupported .npy version {v}"),
+            ));
+        }
     };
     if len > MAX_HEADER {
         return Err(invalid(
@@ -99,9 +105,8 @@ pub fn open(path: impl AsRef<Path>) -> Result<ArrayFile> {
 /// # Errors
 /// [`Error::InvalidArgument`] for `bf16`, which `.npy` has no code for.
 pub fn header(dtype: DType, shape: &[usize]) -> Result<Vec<u8>> {
-    let descr = descr(dtype).ok_or_else(|| {
-        Error::InvalidArgument(format!(".npy has no {dtype} dtype"))
-    })?;
+    let descr =
+        descr(dtype).ok_or_else(|| Error::InvalidArgument(format!(".npy has no {dtype} dtype")))?;
     let dims: Vec<String> = shape.iter().map(ToString::to_string).collect();
     let shape = match dims.as_slice() {
         [one] => format!("({one},)"),
@@ -149,7 +154,10 @@ fn parse_dict(text: &str) -> std::result::Result<(DType, bool, Vec<usize>), Stri
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .map(|s| s.parse::<usize>().map_err(|_| format!("bad shape entry {s:?}")))
+        .map(|s| {
+            s.parse::<usize>()
+                .map_err(|_| format!("bad shape entry {s:?}"))
+        })
         .collect::<std::result::Result<Vec<_>, _>>()?;
     let (order, code) = descr.split_at(descr.len().min(1));
     let big_endian = match order {
@@ -226,7 +234,10 @@ mod tests {
             let mut bytes = header(dtype, &shape).unwrap();
             assert_eq!(bytes.len() % 64, 0);
             let offset = bytes.len() as u64;
-            bytes.resize(bytes.len() + shape.iter().product::<usize>() * dtype.size(), 0);
+            bytes.resize(
+                bytes.len() + shape.iter().product::<usize>() * dtype.size(),
+                0,
+            );
             let array = open(write(dir.path(), &bytes)).unwrap();
             assert_eq!(
                 (array.dtype(), array.shape(), array.data_offset()),
@@ -245,7 +256,10 @@ mod tests {
         numpy.extend_from_slice(text.as_bytes());
         numpy.extend_from_slice(&[0, 0, 0, 7, 0, 0, 1, 0]);
         let array = open(write(dir.path(), &numpy)).unwrap();
-        assert_eq!(array.read_all().unwrap().as_slice::<i32>(), Some(&[7, 256][..]));
+        assert_eq!(
+            array.read_all().unwrap().as_slice::<i32>(),
+            Some(&[7, 256][..])
+        );
     }
 
     #[test]
@@ -253,10 +267,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let good = header(DType::U16, &[4]).unwrap();
         for bad in [
-            b"\x93NUMPX\x01\x00".to_vec(),  // magic
-            good[..20].to_vec(),            // cut in the header
-            good.clone(),                   // no data
-            good.iter().map(|&b| if b == b'<' { b'!' } else { b }).collect(), // byte order
+            b"\x93NUMPX\x01\x00".to_vec(), // magic
+            good[..20].to_vec(),           // cut in the header
+            good.clone(),                  // no data
+            good.iter()
+                .map(|&b| if b == b'<' { b'!' } else { b })
+                .collect(), // byte order
         ] {
             let r = open(write(dir.path(), &bad));
             assert!(matches!(r, Err(Error::ForeignFile { .. })), "{r:?}");

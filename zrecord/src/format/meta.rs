@@ -3,13 +3,12 @@
 
 use std::path::Path;
 
-use super::le;
+use super::{CodecTag, check_features, check_version, le};
 use crate::{Codec, Error, Result};
 
 /// Size of `meta.zr`.
 pub(crate) const META_LEN: usize = 32;
 const MAGIC: [u8; 4] = *b"ZREC";
-const VERSION: u8 = super::FORMAT_VERSION;
 
 const MAGIC_AT: usize = 0;
 const VERSION_AT: usize = MAGIC_AT + 4;
@@ -19,13 +18,38 @@ const TAIL_OFFSET_AT: usize = TAIL_CHUNK_AT + 4;
 const LENGTH_AT: usize = TAIL_OFFSET_AT + 4;
 const LOC_BITS_AT: usize = LENGTH_AT + 8;
 const CHUNK_BITS_AT: usize = LOC_BITS_AT + 1;
-const RESERVED_AT: usize = CHUNK_BITS_AT + 1;
-const _: () = assert!(RESERVED_AT == 24 && META_LEN - RESERVED_AT == 8);
+const FLAGS_AT: usize = CHUNK_BITS_AT + 1;
+const RESERVED_AT: usize = FLAGS_AT + 4;
+const _: () = assert!(FLAGS_AT == 24 && META_LEN - RESERVED_AT == 4);
 
-/// Codec tags.
-const RAW: u8 = 0;
-const ZSTD: u8 = 1;
-const ZSTD_DICT: u8 = 2;
+/// The state flags of `meta.zr` (bytes 24..28): conditions a reader must
+/// know how to handle, or refuse the store. Version-1 readers see them as
+/// reserved bytes that must be zero, and refuse the store too.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct MetaFlags(u32);
+
+impl MetaFlags {
+    /// A journal (`compact.journal` or `delete.journal`) may hold work that
+    /// `open` must finish before any record is read.
+    pub(crate) const JOURNAL: MetaFlags = MetaFlags(1);
+    const KNOWN: u32 = Self::JOURNAL.0;
+
+    pub(crate) fn bits(self) -> u32 {
+        self.0
+    }
+
+    pub(crate) fn contains(self, flag: MetaFlags) -> bool {
+        self.0 & flag.0 == flag.0
+    }
+
+    pub(crate) fn with(self, flag: MetaFlags, on: bool) -> MetaFlags {
+        MetaFlags(if on {
+            self.0 | flag.0
+        } else {
+            self.0 & !flag.0
+        })
+    }
+}
 
 /// How the record table and the data are cut into files. Persisted in
 /// `meta.zr`; the defaults are the format's (2^28-entry segments, 4 GiB
@@ -94,7 +118,9 @@ impl Geometry {
 /// The decoded `meta.zr`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct MetaHeader {
-    pub(crate) codec_tag: u8,
+    /// The format version (the same as `store.zr`'s).
+    pub(crate) version: u8,
+    pub(crate) codec: CodecTag,
     pub(crate) geometry: Geometry,
     /// Chunk holding the write frontier; chunks `0..=tail_chunk` exist.
     pub(crate) tail_chunk: u32,
@@ -102,51 +128,34 @@ pub(crate) struct MetaHeader {
     pub(crate) tail_offset: u32,
     /// Committed physical records.
     pub(crate) length: u64,
+    pub(crate) flags: MetaFlags,
 }
 
 impl MetaHeader {
-    pub(crate) fn codec_tag(codec: &Codec) -> u8 {
-        match codec {
-            Codec::Raw => RAW,
-            Codec::Zstd => ZSTD,
-            Codec::ZstdDict(_) => ZSTD_DICT,
-        }
-    }
-
+    /// The header of a new, empty store of this build's format version.
     pub(crate) fn new(codec: &Codec, geometry: Geometry) -> MetaHeader {
         MetaHeader {
-            codec_tag: Self::codec_tag(codec),
+            version: super::FORMAT_VERSION,
+            codec: codec.into(),
             geometry,
             tail_chunk: 0,
             tail_offset: 0,
             length: 0,
-        }
-    }
-
-    /// Whether the codec tag is `zstd_dict`.
-    pub(crate) fn wants_dictionary(&self) -> bool {
-        self.codec_tag == ZSTD_DICT
-    }
-
-    /// The codec this header names, given the dictionary read from `dict.zr`.
-    pub(crate) fn codec(&self, dict: Option<crate::Dictionary>) -> Codec {
-        match (self.codec_tag, dict) {
-            (ZSTD_DICT, Some(d)) => Codec::ZstdDict(d),
-            (ZSTD, _) => Codec::Zstd,
-            _ => Codec::Raw,
+            flags: MetaFlags::default(),
         }
     }
 
     pub(crate) fn encode(&self) -> [u8; META_LEN] {
         let mut b = [0u8; META_LEN];
         b[MAGIC_AT..VERSION_AT].copy_from_slice(&MAGIC);
-        b[VERSION_AT] = VERSION;
-        b[CODEC_AT] = self.codec_tag;
+        b[VERSION_AT] = self.version;
+        b[CODEC_AT] = self.codec as u8;
         b[TAIL_CHUNK_AT..TAIL_OFFSET_AT].copy_from_slice(&self.tail_chunk.to_le_bytes());
         b[TAIL_OFFSET_AT..LENGTH_AT].copy_from_slice(&self.tail_offset.to_le_bytes());
         b[LENGTH_AT..LOC_BITS_AT].copy_from_slice(&self.length.to_le_bytes());
         b[LOC_BITS_AT] = self.geometry.loc_segment_bits;
         b[CHUNK_BITS_AT] = self.geometry.chunk_bits;
+        b[FLAGS_AT..RESERVED_AT].copy_from_slice(&self.flags.bits().to_le_bytes());
         b
     }
 
@@ -166,21 +175,14 @@ impl MetaHeader {
                 expected: MAGIC,
             });
         }
-        if bytes[VERSION_AT] != VERSION {
-            return Err(Error::UnsupportedVersion {
-                path: path.into(),
-                found: bytes[VERSION_AT],
-                supported: VERSION,
-            });
-        }
-        let codec_tag = bytes[CODEC_AT];
-        if !matches!(codec_tag, RAW | ZSTD | ZSTD_DICT) {
-            return Err(Error::InvalidTag {
-                path: path.into(),
-                field: "codec",
-                value: codec_tag.into(),
-            });
-        }
+        let version = check_version(path, bytes[VERSION_AT])?;
+        let flags = MetaFlags(check_features(
+            path,
+            "flags",
+            le!(u32, bytes, FLAGS_AT),
+            MetaFlags::KNOWN,
+        )?);
+        let codec = CodecTag::try_from(bytes[CODEC_AT]).map_err(|t| t.at(path))?;
         let geometry = Geometry {
             loc_segment_bits: bytes[LOC_BITS_AT],
             chunk_bits: bytes[CHUNK_BITS_AT],
@@ -189,14 +191,16 @@ impl MetaHeader {
             .check()
             .map_err(|reason| Error::corrupt(path, reason))?;
         if bytes[RESERVED_AT..].iter().any(|&b| b != 0) {
-            return Err(Error::corrupt(path, "reserved bytes 24..32 are not zero"));
+            return Err(Error::corrupt(path, "reserved bytes 28..32 are not zero"));
         }
         let header = MetaHeader {
-            codec_tag,
+            version,
+            codec,
             geometry,
             tail_chunk: le!(u32, bytes, TAIL_CHUNK_AT),
             tail_offset: le!(u32, bytes, TAIL_OFFSET_AT),
             length: le!(u64, bytes, LENGTH_AT),
+            flags,
         };
         if u64::from(header.tail_offset) > geometry.chunk_capacity() {
             return Err(Error::corrupt(
@@ -219,19 +223,27 @@ mod tests {
     #[test]
     fn layout_matches_format_md() {
         let h = MetaHeader {
-            codec_tag: ZSTD,
+            version: 2,
+            codec: CodecTag::Zstd,
             geometry: Geometry::default(),
             tail_chunk: 2,
             tail_offset: 0x0102_0304,
             length: 5,
+            flags: MetaFlags::JOURNAL,
         };
         let b = h.encode();
-        assert_eq!(&b[..6], b"ZREC\x01\x01");
+        assert_eq!(&b[..6], b"ZREC\x02\x01");
         assert_eq!(&b[6..10], &[2, 0, 0, 0]);
         assert_eq!(&b[10..14], &[4, 3, 2, 1]);
         assert_eq!(&b[14..22], &[5, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(&b[22..24], &[28, 32]);
+        assert_eq!(&b[24..32], &[1, 0, 0, 0, 0, 0, 0, 0]);
         assert_eq!(MetaHeader::decode(Path::new("m"), &b).unwrap(), h);
+        let v1 = MetaHeader { version: 1, ..h };
+        assert_eq!(
+            MetaHeader::decode(Path::new("m"), &v1.encode()).unwrap(),
+            v1
+        );
     }
 
     #[test]
@@ -247,6 +259,18 @@ mod tests {
         assert!(matches!(
             with(VERSION_AT, 9),
             Err(Error::UnsupportedVersion { found: 9, .. })
+        ));
+        assert!(matches!(
+            with(VERSION_AT, 0),
+            Err(Error::UnsupportedVersion { found: 0, .. })
+        ));
+        assert!(matches!(
+            with(FLAGS_AT + 1, 0x80),
+            Err(Error::UnsupportedFeature {
+                field: "flags",
+                bits: 0x8000,
+                ..
+            })
         ));
         assert!(matches!(
             with(CODEC_AT, 3),

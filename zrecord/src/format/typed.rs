@@ -5,11 +5,11 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{MAX_RECORD_BYTES, le};
+use super::tags::KindTag;
+use super::{MAX_RECORD_BYTES, check_features, check_version, le};
 use crate::{DType, Error, Result, StoreKind};
 
 const MAGIC: [u8; 4] = *b"ZRST";
-const VERSION: u8 = super::FORMAT_VERSION;
 const HEADER_LEN: usize = 32;
 
 const MAGIC_AT: usize = 0;
@@ -17,11 +17,43 @@ const VERSION_AT: usize = MAGIC_AT + 4;
 const KIND_AT: usize = VERSION_AT + 1;
 const WIDTH_AT: usize = 8;
 const IDENTITY_LEN_AT: usize = WIDTH_AT + 8;
-const RESERVED_AT: usize = IDENTITY_LEN_AT + 4;
-const _: () = assert!(RESERVED_AT == 20);
+const FEATURES_AT: usize = IDENTITY_LEN_AT + 4;
+const RESERVED_AT: usize = FEATURES_AT + 4;
+const _: () = assert!(FEATURES_AT == 20 && RESERVED_AT == 24);
 
-const DENSE: u8 = 0;
-const RAGGED: u8 = 1;
+/// What the records of a store hold beyond version 1, fixed at creation
+/// (`store.zr` bytes 20..24, version 2). A reader refuses bits it does not know.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct StoreFeatures {
+    /// Every record stored raw ends with a CRC-32C of its bytes.
+    pub(crate) checksums: bool,
+    /// Ragged records may have zero elements.
+    pub(crate) empty_records: bool,
+}
+
+impl StoreFeatures {
+    const CHECKSUMS: u32 = 1;
+    const EMPTY_RECORDS: u32 = 2;
+    const KNOWN: u32 = Self::CHECKSUMS | Self::EMPTY_RECORDS;
+
+    /// The features of stores this build creates.
+    pub(crate) const CURRENT: StoreFeatures = StoreFeatures {
+        checksums: true,
+        empty_records: true,
+    };
+
+    fn bits(self) -> u32 {
+        (u32::from(self.checksums) * Self::CHECKSUMS)
+            | (u32::from(self.empty_records) * Self::EMPTY_RECORDS)
+    }
+
+    fn from_bits(bits: u32) -> StoreFeatures {
+        StoreFeatures {
+            checksums: bits & Self::CHECKSUMS != 0,
+            empty_records: bits & Self::EMPTY_RECORDS != 0,
+        }
+    }
+}
 
 /// What a store holds: its kind, dtype and (dense) item shape.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,35 +125,43 @@ impl TypeIdentity {
 /// The decoded `store.zr`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct StoreHeader {
+    /// The format version (1 or 2).
+    pub(crate) version: u8,
+    /// Always empty in version 1.
+    pub(crate) features: StoreFeatures,
     pub(crate) identity: TypeIdentity,
 }
 
 impl StoreHeader {
+    /// The header of a new store of this build's format version.
+    pub(crate) fn new(identity: TypeIdentity) -> StoreHeader {
+        StoreHeader {
+            version: super::FORMAT_VERSION,
+            features: StoreFeatures::CURRENT,
+            identity,
+        }
+    }
+
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let (kind, identity) = match &self.identity {
-            TypeIdentity::Dense { dtype, item_shape } => (
-                DENSE,
-                rmp_serde::to_vec_named(&DenseIdentity {
-                    dtype: dtype.name().into(),
-                    item_shape: item_shape.iter().map(|&d| d as u64).collect(),
-                }),
-            ),
-            TypeIdentity::Ragged { dtype } => (
-                RAGGED,
-                rmp_serde::to_vec_named(&RaggedIdentity {
-                    dtype: dtype.name().into(),
-                }),
-            ),
+        let identity = match &self.identity {
+            TypeIdentity::Dense { dtype, item_shape } => rmp_serde::to_vec_named(&DenseIdentity {
+                dtype: dtype.name().into(),
+                item_shape: item_shape.iter().map(|&d| d as u64).collect(),
+            }),
+            TypeIdentity::Ragged { dtype } => rmp_serde::to_vec_named(&RaggedIdentity {
+                dtype: dtype.name().into(),
+            }),
         };
         // Serialising two plain structs into a Vec cannot fail.
         let identity = identity.unwrap_or_default();
         let mut b = vec![0u8; HEADER_LEN];
         b[MAGIC_AT..VERSION_AT].copy_from_slice(&MAGIC);
-        b[VERSION_AT] = VERSION;
-        b[KIND_AT] = kind;
+        b[VERSION_AT] = self.version;
+        b[KIND_AT] = KindTag::from(self.identity.kind()) as u8;
         let width = self.identity.record_width().unwrap_or(0);
         b[WIDTH_AT..IDENTITY_LEN_AT].copy_from_slice(&width.to_le_bytes());
-        b[IDENTITY_LEN_AT..RESERVED_AT].copy_from_slice(&(identity.len() as u32).to_le_bytes());
+        b[IDENTITY_LEN_AT..FEATURES_AT].copy_from_slice(&(identity.len() as u32).to_le_bytes());
+        b[FEATURES_AT..RESERVED_AT].copy_from_slice(&self.features.bits().to_le_bytes());
         b.extend_from_slice(&identity);
         b
     }
@@ -145,20 +185,30 @@ impl StoreHeader {
                 expected: MAGIC,
             });
         }
-        if bytes[VERSION_AT] != VERSION {
-            return Err(Error::UnsupportedVersion {
-                path: path.into(),
-                found: bytes[VERSION_AT],
-                supported: VERSION,
-            });
-        }
+        let version = check_version(path, bytes[VERSION_AT])?;
+        // Version 1 has no feature field: its bytes are reserved, zero.
+        let features = match version {
+            1 => 0,
+            _ => check_features(
+                path,
+                "features",
+                le!(u32, bytes, FEATURES_AT),
+                StoreFeatures::KNOWN,
+            )?,
+        };
+        let reserved_from = if version == 1 {
+            FEATURES_AT
+        } else {
+            RESERVED_AT
+        };
         if bytes[KIND_AT + 1..WIDTH_AT]
             .iter()
-            .chain(&bytes[RESERVED_AT..HEADER_LEN])
+            .chain(&bytes[reserved_from..HEADER_LEN])
             .any(|&b| b != 0)
         {
             return Err(Error::corrupt(path, "reserved header bytes are not zero"));
         }
+        let kind = KindTag::try_from(bytes[KIND_AT]).map_err(|t| t.at(path))?;
         let width = le!(u64, bytes, WIDTH_AT);
         let identity_len = le!(u32, bytes, IDENTITY_LEN_AT) as usize;
         if bytes.len() != HEADER_LEN + identity_len {
@@ -179,8 +229,8 @@ impl StoreHeader {
                 Error::corrupt(path, format!("type identity: unknown dtype {name:?}"))
             })
         };
-        let identity = match bytes[KIND_AT] {
-            DENSE => {
+        let identity = match kind {
+            KindTag::Dense => {
                 let d: DenseIdentity = rmp_serde::from_slice(raw).map_err(bad_identity)?;
                 let item_shape = d
                     .item_shape
@@ -195,18 +245,11 @@ impl StoreHeader {
                     item_shape,
                 }
             }
-            RAGGED => {
+            KindTag::Ragged => {
                 let r: RaggedIdentity = rmp_serde::from_slice(raw).map_err(bad_identity)?;
                 TypeIdentity::Ragged {
                     dtype: dtype_of(&r.dtype)?,
                 }
-            }
-            other => {
-                return Err(Error::InvalidTag {
-                    path: path.into(),
-                    field: "kind",
-                    value: other.into(),
-                });
             }
         };
         identity
@@ -218,7 +261,11 @@ impl StoreHeader {
                 format!("record width {width} contradicts the type identity {identity:?}"),
             ));
         }
-        Ok(StoreHeader { identity })
+        Ok(StoreHeader {
+            version,
+            features: StoreFeatures::from_bits(features),
+            identity,
+        })
     }
 }
 
@@ -239,23 +286,38 @@ mod tests {
             },
             TypeIdentity::Ragged { dtype: DType::I32 },
         ] {
-            let h = StoreHeader { identity };
+            let h = StoreHeader::new(identity);
             let b = h.encode();
-            assert_eq!(&b[..4], b"ZRST");
+            assert_eq!(&b[..5], b"ZRST\x02");
+            assert_eq!(&b[20..24], &[3, 0, 0, 0]);
             assert_eq!(StoreHeader::decode(Path::new("s"), &b).unwrap(), h);
+            let v1 = StoreHeader {
+                version: 1,
+                features: StoreFeatures::default(),
+                ..h
+            };
+            assert_eq!(
+                StoreHeader::decode(Path::new("s"), &v1.encode()).unwrap(),
+                v1
+            );
+            // A version-1 header has no feature field.
+            let mut b = v1.encode();
+            b[FEATURES_AT] = 1;
+            assert!(matches!(
+                StoreHeader::decode(Path::new("s"), &b),
+                Err(Error::Corrupt { .. })
+            ));
         }
     }
 
     #[test]
     fn dense_header_bytes_match_format_md() {
-        let h = StoreHeader {
-            identity: TypeIdentity::Dense {
-                dtype: DType::U8,
-                item_shape: vec![2, 3],
-            },
-        };
+        let h = StoreHeader::new(TypeIdentity::Dense {
+            dtype: DType::U8,
+            item_shape: vec![2, 3],
+        });
         let b = h.encode();
-        assert_eq!(&b[4..8], &[1, 0, 0, 0]);
+        assert_eq!(&b[4..8], &[2, 0, 0, 0]);
         assert_eq!(&b[8..16], &6u64.to_le_bytes());
         // msgpack: fixmap(2) "dtype" "u8" "item_shape" [2, 3]
         let identity = b"\x82\xa5dtype\xa2u8\xaaitem_shape\x92\x02\x03";
@@ -266,9 +328,17 @@ mod tests {
     #[test]
     fn unexpected_fields_and_bad_values_are_refused() {
         let p = Path::new("s");
-        let h = StoreHeader {
-            identity: TypeIdentity::Ragged { dtype: DType::I32 },
-        };
+        let h = StoreHeader::new(TypeIdentity::Ragged { dtype: DType::I32 });
+        let mut b = h.encode();
+        b[FEATURES_AT + 3] = 0x40;
+        assert!(matches!(
+            StoreHeader::decode(p, &b),
+            Err(Error::UnsupportedFeature {
+                field: "features",
+                bits: 0x4000_0000,
+                ..
+            })
+        ));
         let mut b = h.encode();
         b[KIND_AT] = 7;
         assert!(matches!(
@@ -282,13 +352,13 @@ mod tests {
         // A ragged identity with an extra field.
         let mut b = vec![0u8; HEADER_LEN];
         b[..5].copy_from_slice(b"ZRST\x01");
-        b[KIND_AT] = RAGGED;
+        b[KIND_AT] = KindTag::Ragged as u8;
         let extra = rmp_serde::to_vec_named(&DenseIdentity {
             dtype: "i32".into(),
             item_shape: vec![],
         })
         .unwrap();
-        b[IDENTITY_LEN_AT..RESERVED_AT].copy_from_slice(&(extra.len() as u32).to_le_bytes());
+        b[IDENTITY_LEN_AT..FEATURES_AT].copy_from_slice(&(extra.len() as u32).to_le_bytes());
         b.extend_from_slice(&extra);
         assert!(matches!(
             StoreHeader::decode(p, &b),

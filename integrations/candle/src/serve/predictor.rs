@@ -102,6 +102,16 @@ where
         }
     }
 
+    /// A predictor over the dense store at `path`, opened read-only, so a
+    /// pool of servers (processes) can share it; see
+    /// [`Stream::open`](zrecord_loader::Stream::open).
+    ///
+    /// # Errors
+    /// [`Error::Store`](crate::Error::Store) when it does not open; as [`new`](Self::new).
+    pub fn open(path: impl AsRef<std::path::Path>, device: &Device, forward: F) -> Result<Self> {
+        Self::new(Stream::open(path)?, device, forward)
+    }
+
     /// The store.
     pub fn store(&self) -> &Arc<DynDenseStore> {
         &self.store

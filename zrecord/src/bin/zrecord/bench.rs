@@ -21,7 +21,8 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args, quiet: bool) -> Result<()> {
-    let store = AnyStore::open(&args.store).with_context(|| args.store.display().to_string())?;
+    let store =
+        AnyStore::open_read_only(&args.store).with_context(|| args.store.display().to_string())?;
     if store.is_empty() || args.batch == 0 {
         bail!("nothing to gather: the store is empty or --batch is 0");
     }

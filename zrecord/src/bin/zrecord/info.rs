@@ -17,7 +17,8 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> Result<()> {
-    let store = AnyStore::open(&args.store).with_context(|| args.store.display().to_string())?;
+    let store =
+        AnyStore::open_read_only(&args.store).with_context(|| args.store.display().to_string())?;
     let stats = store.stats()?;
     let codec = store.codec();
     let schema = store.schema();
@@ -40,7 +41,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
             "chunk_bytes": stats.chunk_bytes,
             "reclaimable_bytes": stats.reclaimable_bytes,
             "compression_ratio": ratio,
-            "format_version": zrecord::FORMAT_VERSION,
+            "format_version": store.format_version(),
         });
         println!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(());
@@ -60,7 +61,7 @@ pub(crate) fn run(args: Args) -> Result<()> {
     println!("logical      {} bytes", stats.logical_bytes);
     println!("ratio        {ratio:.2}x");
     println!("reclaimable  {} bytes", stats.reclaimable_bytes);
-    println!("format       version {}", zrecord::FORMAT_VERSION);
+    println!("format       version {}", store.format_version());
     Ok(())
 }
 

@@ -30,7 +30,8 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args, quiet: bool) -> Result<()> {
-    let source = AnyStore::open(&args.source).with_context(|| args.source.display().to_string())?;
+    let source = AnyStore::open_read_only(&args.source)
+        .with_context(|| args.source.display().to_string())?;
     let dict = match (&args.codec, &args.dict) {
         (CodecArg::ZstdDict, Some(path)) => Some(
             Dictionary::from_bytes(

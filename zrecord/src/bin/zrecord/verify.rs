@@ -11,11 +11,23 @@ use crate::{EXIT_CORRUPT, Failure, progress};
 pub(crate) struct Args {
     /// The store.
     store: PathBuf,
+    /// First open the store writable: finish what a killed writer left, and
+    /// remove a damaged journal that keeps the store from opening (saying
+    /// what may be lost), then verify.
+    #[arg(long)]
+    repair: bool,
 }
 
 pub(crate) fn run(args: Args, quiet: bool) -> Result<(), Failure> {
     let shown = args.store.display().to_string();
-    let report = AnyStore::open(&args.store).and_then(|store| {
+    if args.repair {
+        let report = zrecord::repair(&args.store)
+            .map_err(|e| Failure::from(anyhow!(e).context(shown.clone())))?;
+        for j in &report.discarded {
+            println!("removed {}: {}; {}", j.path.display(), j.reason, j.risk);
+        }
+    }
+    let report = AnyStore::open_read_only(&args.store).and_then(|store| {
         let bar = progress::records(quiet, store.len(), "verify");
         let progress = |done, _| bar.set_position(done);
         let report = store.verify_with(progress);
@@ -50,5 +62,6 @@ fn is_corruption(e: &Error) -> bool {
             | Error::BadMagic { .. }
             | Error::InvalidTag { .. }
             | Error::MissingDictionary { .. }
+            | Error::NotRegularFile { .. }
     )
 }

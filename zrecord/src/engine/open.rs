@@ -1,0 +1,416 @@
+//! Opening a store: every header, file and journal is checked before
+//! anything is touched; then a writable open recovers what a killed writer
+//! left, and a read-only open reads the last committed state as it is.
+
+use std::fs::{self, File, TryLockError};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex, RwLock};
+
+use super::journal::{self, Found};
+use super::regular::{self, Access};
+use super::{Engine, FileTable, Writer};
+use crate::codec::CodecRuntime;
+use crate::format::journal::{PendingDelete, PendingMove};
+use crate::format::{
+    CodecTag, DICT_FILE, LOC_ENTRY_LEN, MAX_DICT_BYTES, MAX_STORE_FILE_BYTES, META_FILE, META_LEN,
+    MetaFlags, MetaHeader, STORE_FILE, StoreHeader, chunk_file, loc_file, numbered_file,
+};
+use crate::{Codec, Dictionary, Error, OpenOptions, Result, StoreKind};
+
+/// What [`repair`](crate::repair) did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RepairReport {
+    /// Damaged journals it removed (journals that check out are finished,
+    /// as every writable open does).
+    pub discarded: Vec<DiscardedJournal>,
+}
+
+/// A damaged journal that [`repair`](crate::repair) removed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DiscardedJournal {
+    /// The journal file.
+    pub path: PathBuf,
+    /// Why it could not be used.
+    pub reason: String,
+    /// What may be lost with it.
+    pub risk: String,
+}
+
+/// A store's data files, opened and sized, nothing written yet.
+struct DataFiles {
+    /// Each segment's file and size.
+    segments: Vec<(File, u64)>,
+    /// Each chunk's file and size.
+    chunks: Vec<(File, u64)>,
+}
+
+/// The journals' pending work, checked against the store.
+#[derive(Default)]
+struct Pending {
+    /// The journal files found (removed by a writable open).
+    found: Vec<PathBuf>,
+    moved: Option<(Found, PendingMove)>,
+    delete: Option<(Found, PendingDelete)>,
+    discarded: Vec<DiscardedJournal>,
+}
+
+impl Pending {
+    /// Handles a journal that cannot be used: when `repair`, notes it for
+    /// removal with the `risk` of removing it; otherwise, the error.
+    fn discard(&mut self, e: Error, risk: &str, repair: bool) -> Result<()> {
+        let (path, reason) = match e {
+            Error::Corrupt { path, reason } if repair => (path, reason),
+            Error::NotRegularFile { path, found } if repair => (path, format!("it is {found}")),
+            e => return Err(e),
+        };
+        self.found.push(path.clone());
+        self.discarded.push(DiscardedJournal {
+            path,
+            reason,
+            risk: risk.into(),
+        });
+        Ok(())
+    }
+}
+
+impl Engine {
+    /// Opens the store at `dir` as `options` say, checking every header, and
+    /// takes its lock.
+    pub(crate) fn open(dir: &Path, options: OpenOptions) -> Result<Engine> {
+        Self::open_inner(dir, options, false).map(|(engine, _)| engine)
+    }
+
+    /// A writable open that removes damaged journals instead of failing on
+    /// them, reporting what it removed.
+    pub(crate) fn repair(dir: &Path) -> Result<RepairReport> {
+        Self::open_inner(dir, OpenOptions::new(), true).map(|(_, report)| report)
+    }
+
+    fn open_inner(
+        dir: &Path,
+        options: OpenOptions,
+        repair: bool,
+    ) -> Result<(Engine, RepairReport)> {
+        let not_a_store = |reason: &str| Error::NotAStore {
+            path: dir.into(),
+            reason: reason.into(),
+        };
+        match fs::metadata(dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(not_a_store("it is not a folder")),
+            Err(_) => return Err(not_a_store("no such folder")),
+        }
+        let store_path = dir.join(STORE_FILE);
+        let meta_path = dir.join(META_FILE);
+        if !regular::exists(&store_path) || !regular::exists(&meta_path) {
+            return Err(not_a_store("it has no store.zr and meta.zr"));
+        }
+        let write = !options.read_only;
+        let access = if write {
+            Access::ReadWrite
+        } else {
+            Access::Read
+        };
+        let meta = regular::open(&meta_path, access)?;
+        let locked = if write {
+            meta.try_lock()
+        } else {
+            meta.try_lock_shared()
+        };
+        match locked {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => return Err(Error::StoreBusy { path: dir.into() }),
+            Err(TryLockError::Error(e)) => return Err(Error::io("lock", &meta_path)(e)),
+        }
+
+        let header = StoreHeader::decode(
+            &store_path,
+            &regular::read_small(&store_path, MAX_STORE_FILE_BYTES)?,
+        )?;
+        let mut meta_bytes = Vec::with_capacity(META_LEN + 1);
+        (&meta)
+            .take(META_LEN as u64 + 1)
+            .read_to_end(&mut meta_bytes)
+            .map_err(Error::io("read", &meta_path))?;
+        let m = MetaHeader::decode(&meta_path, &meta_bytes)?;
+        if m.version != header.version {
+            return Err(Error::corrupt(
+                &meta_path,
+                format!(
+                    "format version {}, but store.zr has version {}",
+                    m.version, header.version
+                ),
+            ));
+        }
+        let codec = CodecRuntime::new(read_codec(dir, m.codec)?)?;
+        let group = match header.identity.kind() {
+            StoreKind::Dense => 1,
+            StoreKind::Ragged => 2,
+        };
+        if m.length % group != 0 {
+            return Err(Error::corrupt(
+                &meta_path,
+                format!("a ragged store with an odd physical length {}", m.length),
+            ));
+        }
+
+        let data = open_data_files(dir, &m, access)?;
+        let pending = read_journals(dir, &m, group, header.version, &data, repair)?;
+        if !write {
+            if let Some((found, m)) = &pending.moved {
+                return Err(Error::NeedsRecovery {
+                    path: found.path.clone(),
+                    reason: format!(
+                        "a compaction was stopped while it moved record {}",
+                        m.phys / group
+                    ),
+                });
+            }
+            if let Some((found, d)) = &pending.delete {
+                return Err(Error::NeedsRecovery {
+                    path: found.path.clone(),
+                    reason: format!(
+                        "a delete of {} records was stopped part way",
+                        d.targets.len()
+                    ),
+                });
+            }
+        } else {
+            remove_uncommitted(dir, &m, &data)?;
+        }
+
+        let mut files = FileTable::new(dir, m.geometry);
+        for (file, _) in data.segments {
+            files.push_segment(file)?;
+        }
+        let chunks = data.chunks.len();
+        for (c, (file, len)) in data.chunks.into_iter().enumerate() {
+            let committed = if c + 1 == chunks {
+                m.tail_offset.into()
+            } else {
+                len
+            };
+            files.push_chunk(file, committed)?;
+        }
+        let engine = Engine {
+            dir: dir.into(),
+            meta,
+            identity: header.identity,
+            codec,
+            geometry: m.geometry,
+            version: header.version,
+            features: header.features,
+            options,
+            group,
+            len: AtomicU64::new(m.length),
+            journal_flag: AtomicBool::new(m.flags.contains(MetaFlags::JOURNAL)),
+            files: RwLock::new(Arc::new(files)),
+            writer: Mutex::new(Writer {
+                tail_chunk: m.tail_chunk,
+                tail_offset: m.tail_offset.into(),
+                dirty_chunks_from: None,
+                dirty_segments_from: None,
+                dirty_meta: false,
+            }),
+        };
+        if write {
+            engine.finish_journals(pending.moved, pending.delete, &pending.found)?;
+        }
+        Ok((
+            engine,
+            RepairReport {
+                discarded: pending.discarded,
+            },
+        ))
+    }
+
+    /// Redoes a journaled move and a journaled delete, removes the journal
+    /// files and clears `meta.zr`'s journal flag.
+    fn finish_journals(
+        &self,
+        moved: Option<(Found, PendingMove)>,
+        delete: Option<(Found, PendingDelete)>,
+        found: &[PathBuf],
+    ) -> Result<()> {
+        if let Some((journal, m)) = moved {
+            let files = self.files();
+            let chunk = &files.chunks[m.loc.chunk as usize];
+            journal.copy_record(&m, &chunk.file.file, &chunk.file.path)?;
+            self.write_loc(m.phys, m.loc)?;
+            let segment = m.phys / self.geometry.segment_entries();
+            self.writer().touch(Some(m.loc.chunk), Some(segment));
+        }
+        if let Some((_, d)) = delete {
+            self.apply_delete(&d.targets)?;
+        }
+        for path in found {
+            regular::remove_if_present(path)?;
+        }
+        if self.journal_flag.load(std::sync::atomic::Ordering::Acquire) {
+            self.set_journal_flag(false)?;
+        }
+        Ok(())
+    }
+}
+
+/// The codec `meta.zr` names, with `dict.zr` read (and bounded) for `zstd_dict`.
+fn read_codec(dir: &Path, tag: CodecTag) -> Result<Codec> {
+    let dict_path = dir.join(DICT_FILE);
+    match (tag, regular::exists(&dict_path)) {
+        (CodecTag::ZstdDict, false) => Err(Error::MissingDictionary { path: dir.into() }),
+        (CodecTag::ZstdDict, true) => Ok(Codec::ZstdDict(
+            Dictionary::from_bytes(regular::read_small(&dict_path, MAX_DICT_BYTES)?)
+                .map_err(|e| Error::corrupt(&dict_path, e.to_string()))?,
+        )),
+        (_, true) => Err(Error::corrupt(
+            &dict_path,
+            "a dictionary in a store whose codec needs none",
+        )),
+        (CodecTag::Raw, false) => Ok(Codec::Raw),
+        (CodecTag::Zstd, false) => Ok(Codec::Zstd),
+    }
+}
+
+/// Opens the table segments and chunks `meta.zr` needs and checks their
+/// sizes. Stops at the first missing file, so a crafted count costs
+/// nothing; writes nothing.
+fn open_data_files(dir: &Path, m: &MetaHeader, access: Access) -> Result<DataFiles> {
+    let g = m.geometry;
+    let mut data = DataFiles {
+        segments: Vec::new(),
+        chunks: Vec::new(),
+    };
+    let open = |path: &Path| -> Result<(File, u64)> {
+        let file = regular::open_if_present(path, access)?
+            .ok_or_else(|| Error::corrupt(path, "missing (the header needs it)"))?;
+        let len = regular::len(&file, path)?;
+        Ok((file, len))
+    };
+    for s in 0..g.segments_for(m.length) {
+        let path = dir.join(loc_file(s));
+        let need = (m.length - s * g.segment_entries()).min(g.segment_entries());
+        let (file, have) = open(&path)?;
+        if have < need * LOC_ENTRY_LEN as u64 {
+            return Err(Error::corrupt(
+                &path,
+                format!(
+                    "{} record-table entries, the header needs {need}",
+                    have / LOC_ENTRY_LEN as u64
+                ),
+            ));
+        }
+        data.segments.push((file, have));
+    }
+    for c in 0..=u64::from(m.tail_chunk) {
+        let path = dir.join(chunk_file(c));
+        let (file, have) = open(&path)?;
+        if have > g.chunk_capacity() {
+            return Err(Error::corrupt(
+                &path,
+                format!("{have} bytes, more than a chunk holds"),
+            ));
+        }
+        if c == u64::from(m.tail_chunk) && have < u64::from(m.tail_offset) {
+            return Err(Error::corrupt(
+                &path,
+                format!("{have} bytes, the header has committed {}", m.tail_offset),
+            ));
+        }
+        data.chunks.push((file, have));
+    }
+    Ok(data)
+}
+
+/// Finds and checks both journals. A damaged one is a corruption error
+/// naming it, or, when `repair`, is reported and left for removal.
+fn read_journals(
+    dir: &Path,
+    m: &MetaHeader,
+    group: u64,
+    version: u8,
+    data: &DataFiles,
+    repair: bool,
+) -> Result<Pending> {
+    let mut pending = Pending::default();
+    let move_risk = "if a compaction was stopped while it moved a record, that record may be \
+                     damaged: verify finds it";
+    match journal::pending_move(dir, version >= 2) {
+        Ok(None) => {}
+        Ok(Some((found, parsed))) => {
+            pending.found.push(found.path.clone());
+            if let Some(mv) = parsed {
+                let end = u64::from(mv.loc.offset) + u64::from(mv.loc.phys_len);
+                let committed = data.chunks.get(mv.loc.chunk as usize).map(|(_, len)| {
+                    if mv.loc.chunk == m.tail_chunk {
+                        u64::from(m.tail_offset)
+                    } else {
+                        *len
+                    }
+                });
+                if committed.is_some_and(|c| end <= c) && mv.phys < m.length {
+                    pending.moved = Some((found, mv));
+                } else {
+                    let e = Error::corrupt(
+                        &found.path,
+                        format!(
+                            "it moves record {} to bytes {}..{end} of chunk {}, outside the committed store",
+                            mv.phys, mv.loc.offset, mv.loc.chunk
+                        ),
+                    );
+                    pending.found.pop();
+                    pending.discard(e, move_risk, repair)?;
+                }
+            }
+        }
+        Err(e) => pending.discard(e, move_risk, repair)?,
+    }
+    let delete_risk = "if a delete was stopped part way, some records may appear twice or \
+                       deleted ones remain: verify cannot tell";
+    match journal::pending_delete(dir, m.length, group) {
+        Ok(None) => {}
+        Ok(Some((found, parsed))) => {
+            pending.found.push(found.path.clone());
+            pending.delete = parsed.map(|d| (found, d));
+        }
+        Err(e) => pending.discard(e, delete_risk, repair)?,
+    }
+    Ok(pending)
+}
+
+/// Recovery of a writable open: drops the bytes and files an interrupted
+/// append left past the committed frontier. Only files with the exact names
+/// the format writes are touched (through the handles checked above).
+fn remove_uncommitted(dir: &Path, m: &MetaHeader, data: &DataFiles) -> Result<()> {
+    let g = m.geometry;
+    if let Some((tail, len)) = data.chunks.last()
+        && *len != u64::from(m.tail_offset)
+    {
+        let path = dir.join(chunk_file(m.tail_chunk.into()));
+        tail.set_len(m.tail_offset.into())
+            .map_err(Error::io("truncate", &path))?;
+    }
+    let segments = data.segments.len() as u64;
+    let last_need = (m.length - (segments - 1) * g.segment_entries()) * LOC_ENTRY_LEN as u64;
+    if let Some((last, len)) = data.segments.last()
+        && *len > last_need
+    {
+        let path = dir.join(loc_file(segments - 1));
+        last.set_len(last_need)
+            .map_err(Error::io("truncate", &path))?;
+    }
+    for entry in fs::read_dir(dir).map_err(Error::io("list", dir))? {
+        let name = entry.map_err(Error::io("list", dir))?.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let stale = numbered_file(name, "chunk").is_some_and(|n| n > m.tail_chunk.into())
+            || numbered_file(name, "loc").is_some_and(|n| n >= segments);
+        if stale {
+            let path = dir.join(name);
+            fs::remove_file(&path).map_err(Error::io("remove", &path))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,63 @@
+//! [`OpenOptions`]: how a store is opened.
+
+/// How to open a store: writable and exclusive (the default, what `open`
+/// does) or read-only and shared, and whether gathers check raw records'
+/// checksums.
+///
+/// A **read-only** open takes a shared lock: any number of read-only
+/// handles, in any number of processes, read one store at once, and a
+/// writable open is refused with [`Error::StoreBusy`](crate::Error::StoreBusy)
+/// until they close (and the other way round). It works on read-only files
+/// and mounts, and never writes, truncates or recovers anything: it reads
+/// the store at its last committed state, ignoring bytes a killed append
+/// left past it, and refuses with
+/// [`Error::NeedsRecovery`](crate::Error::NeedsRecovery) a store whose
+/// delete or compaction was killed part way (a writable open finishes it).
+/// Writes on a read-only handle fail with
+/// [`Error::ReadOnly`](crate::Error::ReadOnly).
+///
+/// **`verify_on_read`** makes every gather check the CRC-32C of each raw
+/// record (and ragged shape record) it reads, as `verify` does; compressed
+/// records are always checked (zstd's frame checksum). Stores of format
+/// version 1 have no record checksums, so there it checks nothing more.
+///
+/// ```
+/// use zrecord::{Codec, DenseStore, OpenOptions};
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("images");
+/// DenseStore::<u8>::create(&path, &[4], Codec::Raw)?.append(&[1, 2, 3, 4])?;
+///
+/// let options = OpenOptions::new().read_only(true).verify_on_read(true);
+/// let a = DenseStore::<u8>::open_with(&path, options)?;
+/// let b = DenseStore::<u8>::open_read_only(&path)?;      // readers share the store
+/// assert_eq!(a.get(0)?, b.get(0)?);
+/// assert!(a.append(&[0; 4]).is_err());                     // read-only
+/// assert!(DenseStore::<u8>::open(&path).is_err());         // a writer waits for them
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    pub(crate) read_only: bool,
+    pub(crate) verify_on_read: bool,
+}
+
+impl OpenOptions {
+    /// Writable, exclusive, no read checks: what `open` does.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Open read-only, sharing the store with other read-only handles.
+    #[must_use]
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.read_only = read_only;
+        self
+    }
+
+    /// Check every raw record's checksum on gather, not only in `verify`.
+    #[must_use]
+    pub fn verify_on_read(mut self, verify_on_read: bool) -> Self {
+        self.verify_on_read = verify_on_read;
+        self
+    }
+}
