@@ -69,6 +69,7 @@ mod dyn_vec;
 mod engine;
 mod error;
 mod format;
+mod hooks;
 mod ragged;
 mod ragged_batch;
 
@@ -83,4 +84,10 @@ pub use format::FORMAT_VERSION;
 #[doc(hidden)]
 pub use format::Geometry;
 pub use ragged::{DynRaggedStore, RaggedStore};
+/// Not API: the hold points the crash tests kill at (feature `test-hooks`).
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub mod test_hooks {
+    pub use crate::hooks::{HELD, HOLD_ENV};
+}
 pub use ragged_batch::{DynRaggedBatch, RaggedBatch, RaggedLayout};

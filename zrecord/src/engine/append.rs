@@ -123,6 +123,7 @@ impl Engine {
         };
         encoded.visit(&record, |i, stored| out.write(locs[i], stored))?;
         out.flush()?;
+        crate::hooks::hold("append:payload");
 
         // 2. Record table, one write per segment.
         let table: Vec<u8> = locs.iter().flat_map(|loc| loc.encode()).collect();
@@ -139,6 +140,7 @@ impl Engine {
                 .map_err(Error::io("write", &file.path))?;
             phys = end;
         }
+        crate::hooks::hold("append:table");
 
         // 3. Header: the commit point. Then publish to readers.
         self.write_meta(chunk, offset, new_len)?;

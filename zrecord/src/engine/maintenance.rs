@@ -100,7 +100,9 @@ impl Engine {
         // Journaled, so a kill between the entry moves and the commit is
         // finished by the next open instead of leaving duplicates behind.
         journal::record_delete(&self.dir, len * group, &targets)?;
+        crate::hooks::hold("delete:journaled");
         self.apply_delete(&targets)?;
+        crate::hooks::hold("delete:committed");
         journal::finish_delete(&self.dir)?;
         Ok(targets.len() as u64)
     }
@@ -124,6 +126,7 @@ impl Engine {
                     self.write_loc(target * group + part, loc)?;
                 }
             }
+            crate::hooks::hold("delete:entry");
             live -= 1;
         }
         let (tail_chunk, tail_offset) = {
@@ -212,6 +215,7 @@ impl Engine {
                     buf.extend_from_slice(snap.stored(phys / self.group, loc)?);
                     if overlaps {
                         journal.record(phys, new_loc, &buf)?;
+                        crate::hooks::hold("compact:journaled");
                     }
                     let dst = snap.files().chunks.get(chunk as usize).ok_or_else(|| {
                         Error::corrupt(
@@ -224,8 +228,10 @@ impl Engine {
                         .write_all_at(&buf, offset)
                         .map_err(Error::io("write", &dst.file.path))?;
                 }
+                crate::hooks::hold("compact:moved");
                 self.write_loc(phys, new_loc)?;
                 if overlaps {
+                    crate::hooks::hold("compact:entry");
                     journal.clear()?;
                 }
                 progress.moved += 1;
