@@ -7,6 +7,8 @@ use std::sync::OnceLock;
 
 use zrecord::{Codec, DType, DictTier, Dictionary};
 
+pub mod appenders;
+
 /// Every file of a store folder, by name: to prove an operation changed nothing.
 pub fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     std::fs::read_dir(dir)
