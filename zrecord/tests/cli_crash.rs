@@ -6,13 +6,16 @@
 //! nothing behind.
 #![cfg(feature = "cli")]
 
+mod common;
+
 use std::fs;
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::listing;
 use zrecord::test_hooks::{HELD, HOLD_ENV};
 use zrecord::{Codec, DenseStore};
 
@@ -71,13 +74,10 @@ fn run_and_kill(args: &[&dyn AsRef<std::ffi::OsStr>], kill: Kill) -> (bool, u32)
     match kill {
         Kill::Held(point, n) => {
             let mut stderr = BufReader::new(child.stderr.take().unwrap());
-            let mut line = String::new();
-            while !line.contains(HELD) {
-                line.clear();
-                if stderr.read_line(&mut line).unwrap() == 0 {
-                    let status = child.wait().unwrap();
-                    panic!("zrecord ended ({status}) before arrival {n} at {point}");
-                }
+            let mut seen = String::new();
+            if !common::wait_for(&mut stderr, HELD, &mut seen) {
+                let status = child.wait().unwrap();
+                panic!("zrecord ended ({status}) before arrival {n} at {point}:\n{seen}");
             }
         }
         Kill::After(micros) => std::thread::sleep(Duration::from_micros(micros)),
@@ -91,16 +91,6 @@ fn run_and_kill(args: &[&dyn AsRef<std::ffi::OsStr>], kill: Kill) -> (bool, u32)
             (false, pid)
         }
     }
-}
-
-/// The names in `dir`, sorted.
-fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 /// Checks the state a killed run left: `target` absent or complete, and

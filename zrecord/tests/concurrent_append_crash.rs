@@ -10,7 +10,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -107,18 +107,11 @@ fn rounds(test: &str, dense: bool, codec: zrecord::Codec) {
                 Box::new(child.stderr.take().unwrap()),
             ),
         };
-        let mut lines = BufReader::new(pipe);
-        let mut line = String::new();
         let mut seen = String::new();
-        while !line.contains(marker) {
-            seen.push_str(&line);
-            line.clear();
-            if lines.read_line(&mut line).unwrap() == 0 {
-                let status = child.wait().unwrap();
-                let mut rest = String::new();
-                let _ = BufReader::new(other).read_to_string(&mut rest);
-                panic!("round {round}: the child ended ({status}) before {marker}:\n{seen}{rest}");
-            }
+        if !common::wait_for(&mut BufReader::new(pipe), marker, &mut seen) {
+            let status = child.wait().unwrap();
+            let _ = BufReader::new(other).read_to_string(&mut seen);
+            panic!("round {round}: the child ended ({status}) before {marker}:\n{seen}");
         }
         if hold.is_none() {
             std::thread::sleep(Duration::from_micros(common::splitmix(19, round) % 20_000));

@@ -19,15 +19,15 @@
 //! `verify`, and checks that recovery left the tail chunk at the committed
 //! frontier.
 
+mod common;
+
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{ChildStderr, ChildStdout, Command, Stdio};
-use std::sync::{Mutex, PoisonError};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-use std::sync::OnceLock;
 
 use zrecord::test_hooks::{HELD, HOLD_ENV};
 use zrecord::{Codec, DenseStore, DictTier, Dictionary, Geometry, RaggedBatch, RaggedStore};
@@ -334,25 +334,6 @@ fn now_nanos() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// Reads the child's stdout until it reports its first committed append.
-/// Returns false if the child closed stdout first (it died).
-fn wait_ready(stdout: &mut BufReader<ChildStdout>) -> bool {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if stdout
-            .read_line(&mut line)
-            .expect("read the child's stdout")
-            == 0
-        {
-            return false;
-        }
-        if line.contains(READY) {
-            return true;
-        }
-    }
-}
-
 /// `meta.zr`'s frontier: (tail_chunk, tail_offset, length, loc_segment_bits).
 fn meta_frontier(store: &Path) -> (u32, u32, u64, u8) {
     let meta = fs::read(store.join("meta.zr")).expect("read meta.zr");
@@ -500,26 +481,6 @@ impl Kill {
     }
 }
 
-/// Reads the child's stderr until it says it is held; false if it closed
-/// stderr first (it died). Everything else it printed goes to `seen`.
-fn wait_held(stderr: &mut BufReader<ChildStderr>, seen: &mut String) -> bool {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if stderr
-            .read_line(&mut line)
-            .expect("read the child's stderr")
-            == 0
-        {
-            return false;
-        }
-        if line.contains(HELD) {
-            return true;
-        }
-        seen.push_str(&line);
-    }
-}
-
 /// Kills a child `rounds` times; see the file's documentation.
 fn crash_rounds(kind: Kind, test_name: &str, rounds: usize) {
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
@@ -567,7 +528,7 @@ fn crash_rounds(kind: Kind, test_name: &str, rounds: usize) {
         match kill {
             Kill::Early => std::thread::sleep(Duration::from_micros(rng.below(8000))),
             Kill::AfterFirstCommit => {
-                if !wait_ready(&mut stdout) {
+                if !common::wait_for(&mut stdout, READY, &mut String::new()) {
                     let status = child.wait().expect("wait for the child");
                     panic!(
                         "round {round}: the child died before its first append ({status}); stderr:\n{}",
@@ -579,7 +540,7 @@ fn crash_rounds(kind: Kind, test_name: &str, rounds: usize) {
             Kill::Held(point, n) => {
                 let mut stderr = BufReader::new(child.stderr.take().expect("the child's stderr"));
                 let mut seen = String::new();
-                if !wait_held(&mut stderr, &mut seen) {
+                if !common::wait_for(&mut stderr, HELD, &mut seen) {
                     let status = child.wait().expect("wait for the child");
                     panic!("round {round}: the child ended ({status}) before {point}:{n}:\n{seen}");
                 }

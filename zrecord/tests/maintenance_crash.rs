@@ -12,7 +12,7 @@
 //! same steps and every kill lands inside the operation.
 
 use std::fs;
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::os::unix::fs::FileExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
@@ -134,19 +134,12 @@ fn kill_at<R>(
         .unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut seen = String::new();
-    loop {
-        let mut line = String::new();
-        if stderr.read_line(&mut line).unwrap() == 0 {
-            let status = child.wait().unwrap();
-            panic!(
-                "round {round}: the {op} child ended ({status}) before arrival {n} at {point}; \
-                 stderr:\n{seen}"
-            );
-        }
-        if line.contains(HELD) {
-            break;
-        }
-        seen.push_str(&line);
+    if !common::wait_for(&mut stderr, HELD, &mut seen) {
+        let status = child.wait().unwrap();
+        panic!(
+            "round {round}: the {op} child ended ({status}) before arrival {n} at {point}; \
+             stderr:\n{seen}"
+        );
     }
     let seen_at_hold = at_hold();
     child.kill().unwrap();
