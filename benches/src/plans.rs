@@ -42,7 +42,7 @@ mod tests {
 
     #[test]
     fn golden_plans() {
-        // Computed once; cross-checked against a Python transcription.
+        // The output of `reference/bench_data.py` (see `tests/reference.rs`).
         assert_eq!(plan(5, 1, 8, 2_500)[0], GOLDEN_A);
         assert_eq!(plan(6, 1, 8, 200_000)[0], GOLDEN_B);
         assert_eq!(plan(7, 1, 8, 100_000)[0], GOLDEN_C);

@@ -97,8 +97,8 @@ mod tests {
 
     #[test]
     fn golden_outputs() {
-        // Computed once with this implementation and cross-checked against an
-        // independent Python transcription of BENCH-DATA.md.
+        // The output of `reference/bench_data.py`, an independent Python
+        // transcription (`tests/reference.rs` checks them).
         let s1: Vec<u64> = SplitMix64::new(1).take(3).collect();
         assert_eq!(s1, GOLDEN_S1);
     }

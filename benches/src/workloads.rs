@@ -328,9 +328,9 @@ mod tests {
         assert_eq!(c.record(1).len(), c.lengths[1] as usize);
     }
 
-    /// Golden values of small prefixes, computed once with this code and
-    /// cross-checked against an independent Python transcription of
-    /// BENCH-DATA.md (prefix checksums are not in BENCH-DATA.md).
+    /// Golden values of small prefixes (prefix checksums are not in
+    /// BENCH-DATA.md): the output of `reference/bench_data.py`, an
+    /// independent Python transcription (`tests/reference.rs` checks them).
     #[test]
     fn golden_prefixes() {
         let a = DENSE_A.generate(2);

@@ -3,7 +3,9 @@
 //! `../shared/data` has it), save and reload its weights as safetensors,
 //! serve it on an ephemeral loopback port and check that every answer to
 //! concurrent requests equals offline batched inference of the same ids.
-//! Every socket has a timeout, so a hang fails instead of stalling.
+//! Every socket has a timeout, so a hang fails instead of stalling. The
+//! weights and the data order are seeded (`TrainConfig::seed`), so a run that
+//! misses its accuracy is reproducible.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -160,6 +162,7 @@ fn synthetic_digits_train_save_reload_and_serve_like_offline_inference() {
         epochs: 2,
         batch: 64,
         hidden: 32,
+        seed: 42,
         ..TrainConfig::default()
     };
     let (model, varmap, report) =
@@ -170,6 +173,10 @@ fn synthetic_digits_train_save_reload_and_serve_like_offline_inference() {
         report.epoch_loss
     );
     let accuracy = candle_mnist::accuracy(&model, &stores, "test", &device).unwrap();
+    println!(
+        "seed {}: losses {:?}, test accuracy {accuracy}",
+        config.seed, report.epoch_loss
+    );
     assert!(accuracy > 0.9, "synthetic test accuracy {accuracy}");
 
     let weights = dir.path().join(WEIGHTS);
@@ -218,10 +225,12 @@ fn mnist_test_split_trains_and_serves() {
         batch: 256,
         hidden: 64,
         lr: 3e-3,
+        seed: 42,
         ..TrainConfig::default()
     };
     let (model, _, _) = candle_mnist::train(&stores, &config, &Device::Cpu, |_, _| {}).unwrap();
     let accuracy = candle_mnist::accuracy(&model, &stores, "test", &Device::Cpu).unwrap();
+    println!("seed {}: MNIST test accuracy {accuracy}", config.seed);
     assert!(
         accuracy > 0.85,
         "MNIST test accuracy after one epoch: {accuracy}"

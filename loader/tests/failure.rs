@@ -1,5 +1,5 @@
 //! Failures reach the consumer as errors naming the step (and stream), never
-//! a hang or a skipped step; dropping the loader stops its threads promptly.
+//! a hang or a skipped step; dropping the loader stops and joins its threads.
 
 mod common;
 
@@ -77,19 +77,44 @@ fn a_store_error_names_the_step_and_stream() {
     });
 }
 
+/// Worker threads that ran a transform and have not ended yet.
+static LIVE_WORKERS: AtomicUsize = AtomicUsize::new(0);
+
+/// Lives in a worker's thread-local storage from its first transform; its
+/// destructor runs as the thread ends — slowly, so a drop that does not wait
+/// for the thread returns before it.
+struct WorkerExit;
+
+impl Drop for WorkerExit {
+    fn drop(&mut self) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        LIVE_WORKERS.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+thread_local! {
+    static EXIT: std::cell::OnceCell<WorkerExit> = const { std::cell::OnceCell::new() };
+}
+
 #[test]
 fn dropping_a_loader_with_full_queues_joins_its_threads() {
     let dir = tempfile::tempdir().unwrap();
     let streams = common::streams(dir.path());
     let built = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&built);
-    common::within(30, move || {
+    let seen = common::within(30, move || {
         let loader = Loader::builder(10)
             .stream("image", streams.image.clone())
             .workers(4)
             .prefetch(3)
             .transform(move |b| {
                 counter.fetch_add(1, Ordering::SeqCst);
+                EXIT.with(|exit| {
+                    exit.get_or_init(|| {
+                        LIVE_WORKERS.fetch_add(1, Ordering::SeqCst);
+                        WorkerExit
+                    });
+                });
                 b
             })
             .build()
@@ -98,13 +123,34 @@ fn dropping_a_loader_with_full_queues_joins_its_threads() {
         while loader.counters().snapshot().ready < 3 {
             std::thread::yield_now();
         }
+        let seen = LIVE_WORKERS.load(Ordering::SeqCst);
         drop(loader); // must not hang
+        // Every worker has ended — its thread-local storage destroyed — by
+        // the time drop returns, and the transform (with its captures) is gone.
+        assert_eq!(
+            LIVE_WORKERS.load(Ordering::SeqCst),
+            0,
+            "drop returned before its threads ended"
+        );
+        seen
     });
+    assert!(seen >= 1, "no worker ran a transform");
+    assert_eq!(
+        Arc::strong_count(&built),
+        1,
+        "the transform outlived the loader"
+    );
     assert_eq!(
         built.load(Ordering::SeqCst),
         3,
         "no more than the prefetch depth was built"
     );
+}
+
+#[test]
+#[should_panic(expected = "a panic in the closure")]
+fn within_reports_a_panic_as_a_panic() {
+    common::within(30, || panic!("a panic in the closure"));
 }
 
 #[test]

@@ -90,6 +90,7 @@ mod foreign;
 mod format;
 #[doc(hidden)]
 pub mod fuzzing;
+mod hooks;
 mod options;
 mod padding;
 mod ragged;
@@ -115,6 +116,12 @@ pub use format::{FORMAT_VERSION, OLDEST_FORMAT_VERSION};
 pub use options::OpenOptions;
 pub use padding::{PaddedBatch, Padding};
 pub use ragged::{DynRaggedStore, RaggedStore};
+/// Not API: the hold points the crash tests kill at (feature `test-hooks`).
+#[cfg(feature = "test-hooks")]
+#[doc(hidden)]
+pub mod test_hooks {
+    pub use crate::hooks::{HELD, HOLD_ENV};
+}
 pub use ragged_batch::{DynRaggedBatch, RaggedBatch, RaggedLayout};
 
 /// Opens the store at `path` writable once, finishing what a killed writer

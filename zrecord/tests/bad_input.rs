@@ -320,3 +320,37 @@ fn damaged_stores_do_not_open() {
     });
     assert!(matches!(open_fails(&stray_dict), Error::Corrupt { .. }));
 }
+
+#[test]
+fn non_zero_reserved_header_bytes_are_refused() {
+    // FORMAT.md: store.zr bytes 6..8 and 20..32, meta.zr bytes 24..32 are
+    // reserved, zero; a reader refuses anything else (a newer writer's field
+    // this reader would not understand).
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let reserved = [
+        ("store.zr", 6..8),
+        ("store.zr", 20..32),
+        ("meta.zr", 24..32),
+    ];
+    for (file, range) in reserved {
+        for at in range {
+            let path = damaged(d, &format!("{file}-{at}"), |p| {
+                patch(&p.join(file), at, &[0x01])
+            });
+            match open_fails(&path) {
+                Error::Corrupt {
+                    path: named,
+                    reason,
+                } => {
+                    assert_eq!(named, path.join(file), "byte {at} of {file}");
+                    assert!(reason.contains("reserved"), "byte {at} of {file}: {reason}");
+                }
+                other => panic!("byte {at} of {file}: {other:?}"),
+            }
+        }
+    }
+    // The untouched copy opens: the refusals are the reserved bytes' doing.
+    let control = damaged(d, "control", |_| {});
+    AnyStore::open(&control).expect("an unchanged copy opens");
+}

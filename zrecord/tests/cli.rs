@@ -3,9 +3,13 @@
 //! code 2 that leaves nothing behind.
 #![cfg(feature = "cli")]
 
+mod common;
+
 use std::fs;
 use std::io::Write;
 use std::path::Path;
+
+use common::listing;
 use std::process::{Command, Output};
 
 fn zrecord(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
@@ -35,16 +39,6 @@ fn fails(code: i32, mention: &str, args: &[&dyn AsRef<std::ffi::OsStr>]) -> Stri
     assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
     assert!(stderr.contains(mention), "{stderr:?} names {mention:?}");
     stderr
-}
-
-/// The names in `dir`: to check that a failed command left nothing behind.
-fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 /// An .npy file as NumPy writes it (version 1.0, C order, 64-byte aligned header).

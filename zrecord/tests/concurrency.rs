@@ -434,14 +434,21 @@ fn ragged_raw_gathers_see_only_committed_records_while_appending() {
 }
 
 #[test]
-fn model_is_deterministic() {
+fn the_model_has_the_documented_batches_and_records() {
+    // Batch k holds 1 + 37k mod 23 records: 1, 15, 6, 20, 11, … (by hand).
     let b = boundaries();
     assert_eq!(b.len() as u64, BATCHES + 1);
-    assert!(b.windows(2).all(|w| w[0] < w[1]));
-    assert_eq!(dense_record(5), dense_record(5));
+    assert_eq!(b[..6], [0, 1, 16, 22, 42, 53]);
+    assert!(b.windows(2).all(|w| (1..=23).contains(&(w[1] - w[0]))));
+    // `mix` is SplitMix64's output function (first output of seed 0).
+    assert_eq!(mix(0), 0xE220_A839_7B1D_CDAF);
+    // Records differ from each other; ragged shapes are [2, n] every fourth
+    // record, [n] otherwise, and the values fill them.
     assert_ne!(dense_record(5), dense_record(6));
-    assert_eq!(ragged_values(7), ragged_values(7));
     assert_ne!(ragged_values(8)[..2], ragged_values(12)[..2]);
-    assert_eq!(ragged_shape(8).len(), 2);
-    assert_eq!(ragged_shape(9).len(), 1);
+    for r in 0..64 {
+        let shape = ragged_shape(r);
+        assert_eq!(shape.len(), if r % 4 == 0 { 2 } else { 1 }, "record {r}");
+        assert_eq!(ragged_values(r).len(), shape.iter().product::<usize>());
+    }
 }

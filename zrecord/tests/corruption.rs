@@ -22,11 +22,9 @@ fn records() -> Vec<u8> {
 fn a_flipped_byte_in_a_frame_fails_gather_and_verify() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s");
-    drop(
-        DenseStore::<u8>::create(&path, &[256], Codec::Zstd)
-            .unwrap()
-            .append(&records()),
-    );
+    let store = DenseStore::<u8>::create(&path, &[256], Codec::Zstd).expect("create the store");
+    store.append(&records()).expect("append the records");
+    drop(store);
     let chunk = fs::read(path.join("0.chunk")).unwrap();
     // Record 5's frame: its table entry says where.
     let loc = fs::read(path.join("0.loc")).unwrap();
@@ -59,11 +57,9 @@ fn a_flipped_byte_in_a_frame_fails_gather_and_verify() {
 fn impossible_locations_are_errors_not_faults() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s");
-    drop(
-        DenseStore::<u8>::create(&path, &[256], Codec::Raw)
-            .unwrap()
-            .append(&records()),
-    );
+    let store = DenseStore::<u8>::create(&path, &[256], Codec::Raw).expect("create the store");
+    store.append(&records()).expect("append the records");
+    drop(store);
     // Record 2 now claims bytes far past the end of the chunk (inside the map,
     // past the file): reading them would fault.
     patch(&path.join("0.loc"), 2 * 16, &(1u32 << 30).to_le_bytes());
@@ -87,11 +83,9 @@ fn impossible_locations_are_errors_not_faults() {
 fn overlapping_records_fail_verify() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s");
-    drop(
-        DenseStore::<u8>::create(&path, &[256], Codec::Raw)
-            .unwrap()
-            .append(&records()),
-    );
+    let store = DenseStore::<u8>::create(&path, &[256], Codec::Raw).expect("create the store");
+    store.append(&records()).expect("append the records");
+    drop(store);
     // Record 6 points at record 1's bytes.
     let loc = fs::read(path.join("0.loc")).unwrap();
     patch(&path.join("0.loc"), 6 * 16, &loc[16..20]);
@@ -105,11 +99,11 @@ fn overlapping_records_fail_verify() {
 fn damaged_shape_records_fail_gather_and_verify() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s");
-    drop(
-        RaggedStore::<u16>::create(&path, Codec::Zstd)
-            .unwrap()
-            .append_slices(&[vec![1u16, 2, 3], vec![4]]),
-    );
+    let store = RaggedStore::<u16>::create(&path, Codec::Zstd).expect("create the store");
+    store
+        .append_slices(&[vec![1u16, 2, 3], vec![4]])
+        .expect("append the records");
+    drop(store);
     // Record 1's shape record is physical record 3; say it has 2 elements.
     let loc = fs::read(path.join("0.loc")).unwrap();
     let shape_at = u32::from_le_bytes(loc[3 * 16..3 * 16 + 4].try_into().unwrap()) as u64;
@@ -132,11 +126,9 @@ fn damaged_shape_records_fail_gather_and_verify() {
 fn invalid_bools_on_disk_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s");
-    drop(
-        DenseStore::<bool>::create(&path, &[4], Codec::Raw)
-            .unwrap()
-            .append(&[true; 8]),
-    );
+    let store = DenseStore::<bool>::create(&path, &[4], Codec::Raw).expect("create the store");
+    store.append(&[true; 8]).expect("append the records");
+    drop(store);
     // Byte 1 of record 1 (4 bools and a 4-byte checksum per record).
     patch(&path.join("0.chunk"), 8 + 1, &[3]);
     let store = DenseStore::<bool>::open(&path).unwrap();

@@ -1,4 +1,4 @@
-//! Crash safety: a child process appending batches is SIGKILLed at random moments, and after every kill the store opens and holds a bit-exact prefix of whole batches.
+//! Crash safety: a child process appending batches is SIGKILLed at random moments and at exact steps inside an append, and after every kill the store opens and holds a bit-exact prefix of whole batches — for every writer (`append`, `append_slices`, `append_batch`) and codec (raw, zstd, zstd_dict).
 //!
 //! The test binary re-executes itself: a `#[test]` function that finds
 //! `ZRECORD_CRASH_CHILD` in its environment runs the child's append loop
@@ -10,21 +10,27 @@
 //! boundary) and appends from there until it is killed. It reports on stdout
 //! once its first append of the round has committed; most rounds wait for that
 //! report and kill 0–25 ms later, every fifth round kills 0–8 ms after spawn
-//! (during start-up, open or recovery). The parent then checks the child died
+//! (during start-up, open or recovery), and two rounds in five hold the child
+//! inside its n-th append (the crate's test hooks: after the payload, or after
+//! the table entries, before the commit) and kill it there — the store must
+//! then hold exactly the n − 1 batches before. The parent then checks the child died
 //! by SIGKILL, opens the store, checks its length is a batch boundary that did
 //! not shrink, gathers every record and compares it with the model, runs
 //! `verify`, and checks that recovery left the tail chunk at the committed
 //! frontier.
 
+mod common;
+
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdout, Command, Stdio};
-use std::sync::{Mutex, PoisonError};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use zrecord::{Codec, DenseStore, Geometry, RaggedStore};
+use zrecord::test_hooks::{HELD, HOLD_ENV};
+use zrecord::{Codec, DenseStore, DictTier, Dictionary, Geometry, RaggedBatch, RaggedStore};
 
 const CHILD_ENV: &str = "ZRECORD_CRASH_CHILD";
 const MODE_ENV: &str = "ZRECORD_CRASH_MODE";
@@ -114,10 +120,29 @@ fn dense_record(r: u64) -> [u32; DENSE_WIDTH] {
     std::array::from_fn(|j| mix(r * DENSE_WIDTH as u64 + j as u64) as u32)
 }
 
+/// A dictionary trained on the ragged records, for the `zstd_dict` stores
+/// (dense records are noise: they compress with it no better than without).
+fn dictionary() -> Dictionary {
+    static DICT: OnceLock<Dictionary> = OnceLock::new();
+    DICT.get_or_init(|| {
+        let samples: Vec<Vec<u8>> = (0..3000).map(ragged_record).collect();
+        let refs: Vec<&[u8]> = samples.iter().map(Vec::as_slice).collect();
+        zrecord::train_dict(&refs, DictTier::Fast).expect("train a dictionary")
+    })
+    .clone()
+}
+
+/// A store and the writer that appends to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
+    /// Ragged u8, zstd, `append_slices`.
     Ragged,
+    /// Dense u32, raw, `append`.
     Dense,
+    /// Ragged u8, zstd_dict, `append_batch`.
+    RaggedDict,
+    /// Dense u32, zstd_dict, `append_array`.
+    DenseDict,
 }
 
 impl Kind {
@@ -125,6 +150,8 @@ impl Kind {
         match self {
             Kind::Ragged => "ragged",
             Kind::Dense => "dense",
+            Kind::RaggedDict => "ragged-dict",
+            Kind::DenseDict => "dense-dict",
         }
     }
 
@@ -132,34 +159,43 @@ impl Kind {
         match name {
             "ragged" => Kind::Ragged,
             "dense" => Kind::Dense,
+            "ragged-dict" => Kind::RaggedDict,
+            "dense-dict" => Kind::DenseDict,
             other => panic!("unknown crash child mode {other:?}"),
         }
     }
 
+    fn is_ragged(self) -> bool {
+        matches!(self, Kind::Ragged | Kind::RaggedDict)
+    }
+
     fn create(self, path: &Path) {
-        match self {
-            Kind::Ragged => drop(
-                RaggedStore::<u8>::create_with_geometry(path, Codec::Zstd, RAGGED_GEOMETRY)
+        let codec = match self {
+            Kind::Ragged => Codec::Zstd,
+            Kind::Dense => Codec::Raw,
+            Kind::RaggedDict | Kind::DenseDict => Codec::ZstdDict(dictionary()),
+        };
+        if self.is_ragged() {
+            drop(
+                RaggedStore::<u8>::create_with_geometry(path, codec, RAGGED_GEOMETRY)
                     .expect("create the ragged store"),
-            ),
-            Kind::Dense => drop(
+            );
+        } else {
+            drop(
                 DenseStore::<u32>::create_with_geometry(
                     path,
                     &[DENSE_WIDTH],
-                    Codec::Raw,
+                    codec,
                     DENSE_GEOMETRY,
                 )
                 .expect("create the dense store"),
-            ),
+            );
         }
     }
 
     /// Physical records per logical record.
     fn group(self) -> u64 {
-        match self {
-            Kind::Ragged => 2,
-            Kind::Dense => 1,
-        }
+        if self.is_ragged() { 2 } else { 1 }
     }
 }
 
@@ -178,12 +214,11 @@ struct Model {
 impl Model {
     fn extend_to(&mut self, kind: Kind, len: u64) {
         while self.records < len {
-            match kind {
-                Kind::Ragged => {
-                    self.bytes.extend_from_slice(&ragged_record(self.records));
-                    self.ends.push(self.bytes.len());
-                }
-                Kind::Dense => self.values.extend_from_slice(&dense_record(self.records)),
+            if kind.is_ragged() {
+                self.bytes.extend_from_slice(&ragged_record(self.records));
+                self.ends.push(self.bytes.len());
+            } else {
+                self.values.extend_from_slice(&dense_record(self.records));
             }
             self.records += 1;
         }
@@ -224,6 +259,33 @@ fn child_main(kind: Kind, path: &Path) -> ! {
             append_forever(store.len(), &mut rng, |first, end| {
                 let values: Vec<u32> = (first..end).flat_map(dense_record).collect();
                 store.append(&values).expect("child: append a dense batch")
+            })
+        }
+        Kind::RaggedDict => {
+            let store = RaggedStore::<u8>::open(path).expect("child: open the ragged store");
+            append_forever(store.len(), &mut rng, |first, end| {
+                let mut batch = RaggedBatch::new();
+                for r in first..end {
+                    let record = ragged_record(r);
+                    batch
+                        .push(&[record.len()], &record)
+                        .expect("child: build a packed batch");
+                }
+                store
+                    .append_batch(&batch)
+                    .expect("child: append a packed batch")
+            })
+        }
+        Kind::DenseDict => {
+            let store = DenseStore::<u32>::open(path).expect("child: open the dense store");
+            append_forever(store.len(), &mut rng, |first, end| {
+                let values: Vec<u32> = (first..end).flat_map(dense_record).collect();
+                let records =
+                    ndarray::Array2::from_shape_vec(((end - first) as usize, DENSE_WIDTH), values)
+                        .expect("child: shape the batch");
+                store
+                    .append_array(&records)
+                    .expect("child: append a dense array")
             })
         }
     }
@@ -272,25 +334,6 @@ fn now_nanos() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// Reads the child's stdout until it reports its first committed append.
-/// Returns false if the child closed stdout first (it died).
-fn wait_ready(stdout: &mut BufReader<ChildStdout>) -> bool {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if stdout
-            .read_line(&mut line)
-            .expect("read the child's stdout")
-            == 0
-        {
-            return false;
-        }
-        if line.contains(READY) {
-            return true;
-        }
-    }
-}
-
 /// `meta.zr`'s frontier: (tail_chunk, tail_offset, length, loc_segment_bits).
 fn meta_frontier(store: &Path) -> (u32, u32, u64, u8) {
     let meta = fs::read(store.join("meta.zr")).expect("read meta.zr");
@@ -325,9 +368,10 @@ fn uncommitted_bytes(store: &Path) -> bool {
 
 /// Opens the store, checks it against the model, and returns its length.
 fn check_store(kind: Kind, path: &Path, model: &mut Model, before: u64) -> u64 {
-    let len = match kind {
-        Kind::Ragged => check_ragged(path, model),
-        Kind::Dense => check_dense(path, model),
+    let len = if kind.is_ragged() {
+        check_ragged(path, model)
+    } else {
+        check_dense(path, model)
     };
     assert!(
         len >= before,
@@ -415,6 +459,28 @@ fn check_dense(path: &Path, model: &mut Model) -> u64 {
     len
 }
 
+/// How a round kills its child.
+#[derive(Clone, Copy, Debug)]
+enum Kill {
+    /// 0–8 ms after spawn: during start-up, open or recovery.
+    Early,
+    /// 0–25 ms after the child's first append committed.
+    AfterFirstCommit,
+    /// Held inside the child's `n`-th append, at a test-hook point.
+    Held(&'static str, u64),
+}
+
+impl Kill {
+    fn of_round(round: usize, rng: &mut Rng) -> Kill {
+        match round % 5 {
+            4 => Kill::Early,
+            1 => Kill::Held("append:payload", 1 + rng.below(4)),
+            3 => Kill::Held("append:table", 1 + rng.below(4)),
+            _ => Kill::AfterFirstCommit,
+        }
+    }
+}
+
 /// Kills a child `rounds` times; see the file's documentation.
 fn crash_rounds(kind: Kind, test_name: &str, rounds: usize) {
     let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
@@ -431,13 +497,13 @@ fn crash_rounds(kind: Kind, test_name: &str, rounds: usize) {
     let exe = std::env::current_exe().expect("the test binary");
     let mut model = Model::default();
     let (mut len, mut grown, mut appended, mut torn, mut epochs) = (0u64, 0usize, 0u64, 0usize, 1);
-    let mut max_tail_chunk = 0;
+    let (mut held, mut max_tail_chunk) = (0usize, 0);
     let started = Instant::now();
 
     for round in 0..rounds {
-        let early = round % 5 == 4;
-        let stderr = File::create(&stderr_path).expect("the child's stderr file");
-        let mut child = Command::new(&exe)
+        let kill = Kill::of_round(round, &mut rng);
+        let mut command = Command::new(&exe);
+        command
             .args([
                 test_name,
                 "--exact",
@@ -448,23 +514,41 @@ fn crash_rounds(kind: Kind, test_name: &str, rounds: usize) {
             .env(CHILD_ENV, &store)
             .env(MODE_ENV, kind.name())
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .spawn()
-            .expect("spawn the crash child");
+            .stdout(Stdio::piped());
+        if let Kill::Held(point, n) = kill {
+            command
+                .env(HOLD_ENV, format!("{point}:{n}"))
+                .stderr(Stdio::piped());
+        } else {
+            command.stderr(File::create(&stderr_path).expect("the child's stderr file"));
+        }
+        let mut child = command.spawn().expect("spawn the crash child");
         let mut stdout = BufReader::new(child.stdout.take().expect("the child's stdout"));
         let child_stderr = || fs::read_to_string(&stderr_path).unwrap_or_default();
-        if early {
-            std::thread::sleep(Duration::from_micros(rng.below(8000)));
-        } else {
-            if !wait_ready(&mut stdout) {
-                let status = child.wait().expect("wait for the child");
-                panic!(
-                    "round {round}: the child died before its first append ({status}); stderr:\n{}",
-                    child_stderr()
+        match kill {
+            Kill::Early => std::thread::sleep(Duration::from_micros(rng.below(8000))),
+            Kill::AfterFirstCommit => {
+                if !common::wait_for(&mut stdout, READY, &mut String::new()) {
+                    let status = child.wait().expect("wait for the child");
+                    panic!(
+                        "round {round}: the child died before its first append ({status}); stderr:\n{}",
+                        child_stderr()
+                    );
+                }
+                std::thread::sleep(Duration::from_micros(rng.below(25_000)));
+            }
+            Kill::Held(point, n) => {
+                let mut stderr = BufReader::new(child.stderr.take().expect("the child's stderr"));
+                let mut seen = String::new();
+                if !common::wait_for(&mut stderr, HELD, &mut seen) {
+                    let status = child.wait().expect("wait for the child");
+                    panic!("round {round}: the child ended ({status}) before {point}:{n}:\n{seen}");
+                }
+                assert!(
+                    uncommitted_bytes(&store),
+                    "round {round}: held at {point}:{n}, yet nothing lies past the frontier"
                 );
             }
-            std::thread::sleep(Duration::from_micros(rng.below(25_000)));
         }
         // An error here means the child already exited; the status says why.
         let _ = child.kill();
@@ -479,12 +563,23 @@ fn crash_rounds(kind: Kind, test_name: &str, rounds: usize) {
 
         torn += usize::from(uncommitted_bytes(&store));
         let new_len = check_store(kind, &store, &mut model, len);
-        if !early {
-            assert!(
+        match kill {
+            Kill::Early => {}
+            Kill::AfterFirstCommit => assert!(
                 new_len > len,
                 "round {round}: the child committed a batch before the kill, yet the store \
                  holds {new_len} records, as before"
-            );
+            ),
+            Kill::Held(point, n) => {
+                // Exactly the batches before the held one committed.
+                let k = batch_at(len).expect("a batch boundary");
+                assert_eq!(
+                    new_len,
+                    boundary(k + n - 1),
+                    "round {round}: held in append {n} at {point}"
+                );
+                held += 1;
+            }
         }
         max_tail_chunk = max_tail_chunk.max(meta_frontier(&store).0);
         grown += usize::from(new_len > len);
@@ -498,15 +593,20 @@ fn crash_rounds(kind: Kind, test_name: &str, rounds: usize) {
         }
     }
 
+    // Every round killed after its first commit grows the store (two in five).
     assert!(
-        grown >= rounds - rounds / 5,
+        grown >= 2 * (rounds / 5),
         "the store grew in {grown} of {rounds} rounds"
     );
     assert!(appended > 0);
+    assert!(
+        torn >= held,
+        "{torn} kills left uncommitted bytes, fewer than the {held} held inside an append"
+    );
     eprintln!(
-        "{test_name}: {rounds} kills, the store grew in {grown} rounds by {appended} records \
-         ({epochs} stores, chunks up to {max_tail_chunk}), {torn} kills left uncommitted bytes \
-         for open to recover, {:.1} s",
+        "{test_name}: {rounds} kills ({held} held inside an append), the store grew in {grown} \
+         rounds by {appended} records ({epochs} stores, chunks up to {max_tail_chunk}), {torn} \
+         kills left uncommitted bytes for open to recover, {:.1} s",
         started.elapsed().as_secs_f64()
     );
 }
@@ -524,6 +624,26 @@ fn dense_raw_store_survives_sigkill() {
 }
 
 #[test]
+fn ragged_zstd_dict_append_batch_survives_sigkill() {
+    child_entry();
+    crash_rounds(
+        Kind::RaggedDict,
+        "ragged_zstd_dict_append_batch_survives_sigkill",
+        25,
+    );
+}
+
+#[test]
+fn dense_zstd_dict_append_array_survives_sigkill() {
+    child_entry();
+    crash_rounds(
+        Kind::DenseDict,
+        "dense_zstd_dict_append_array_survives_sigkill",
+        25,
+    );
+}
+
+#[test]
 #[ignore = "500 kills; run with --ignored"]
 fn ragged_zstd_store_survives_500_sigkills() {
     child_entry();
@@ -538,8 +658,41 @@ fn dense_raw_store_survives_500_sigkills() {
 }
 
 #[test]
-fn model_batches_and_records_are_deterministic() {
-    // The parent and the child compute the same model only if these hold.
+#[ignore = "500 kills; run with --ignored"]
+fn ragged_zstd_dict_append_batch_survives_500_sigkills() {
+    child_entry();
+    crash_rounds(
+        Kind::RaggedDict,
+        "ragged_zstd_dict_append_batch_survives_500_sigkills",
+        500,
+    );
+}
+
+#[test]
+#[ignore = "500 kills; run with --ignored"]
+fn dense_zstd_dict_append_array_survives_500_sigkills() {
+    child_entry();
+    crash_rounds(
+        Kind::DenseDict,
+        "dense_zstd_dict_append_array_survives_500_sigkills",
+        500,
+    );
+}
+
+#[test]
+fn the_model_is_splitmix64_and_whole_batches() {
+    // The parent and the child compute the same model from these pieces;
+    // each is checked against values worked out by hand or published.
+    // `mix(x)` is SplitMix64's output at state x + γ: seeded with 0, its
+    // first two outputs are these (Vigna's splitmix64.c).
+    assert_eq!(mix(0), 0xE220_A839_7B1D_CDAF);
+    assert_eq!(mix(0x9E37_79B9_7F4A_7C15), 0x6E78_9E6A_A1B9_65F4);
+    assert_eq!(Rng(0).next(), 0x6E78_9E6A_A1B9_65F4);
+    // Batch k holds 1 + 37k mod 23 records: 1, 15, 6, 20, …
+    assert_eq!(
+        (0..5).map(batch_size).collect::<Vec<_>>(),
+        [1, 15, 6, 20, 11]
+    );
     assert_eq!(boundary(0), 0);
     assert_eq!(boundary(3), 1 + 15 + 6);
     for k in 0..200 {
@@ -549,9 +702,10 @@ fn model_batches_and_records_are_deterministic() {
             (batch_size(k) == 1).then_some(k + 1)
         );
     }
-    assert_eq!(ragged_record(12345), ragged_record(12345));
-    assert_ne!(ragged_record(1), ragged_record(2));
+    // Records have the documented lengths and kinds of content.
     assert!((0..1000).all(|r| (1..=600).contains(&ragged_record(r).len())));
-    assert_eq!(dense_record(9), dense_record(9));
+    assert!(ragged_record(1).iter().all(u8::is_ascii_lowercase));
+    assert_ne!(ragged_record(1), ragged_record(2));
+    assert_eq!(dense_record(0)[0], 0x7B1D_CDAF);
     assert_ne!(dense_record(9), dense_record(10));
 }

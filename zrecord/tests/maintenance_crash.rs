@@ -1,28 +1,31 @@
 //! Crash safety of compact and delete: a child process running one of them is
-//! SIGKILLed at a random moment; after every kill the store opens (redoing
-//! the journaled work), holds exactly what it should, and passes `verify`.
+//! held at an exact step (the crate's test hooks) and SIGKILLed there; the
+//! test records what the store folder held at the kill — a journal or not, the
+//! committed length, the record-table entry the journal names — and then
+//! checks that `open` redid the journaled work, that the store holds exactly
+//! what it should, and that it passes `verify`.
 //!
 //! The test binary re-executes itself: a test run with `ZRECORD_CHILD_OP`
-//! in its environment opens the store, says it is ready, runs the operation
-//! and exits. Kill delays are spread over the time the operation took once
-//! in the parent.
+//! in its environment opens the store, runs the operation and exits; the
+//! hold point comes in `ZRECORD_TEST_HOLD` (`point:n`, the `n`-th arrival).
+//! Round `r` picks its point and `n` from `r` alone, so every run kills at the
+//! same steps and every kill lands inside the operation.
 
-use std::io::{BufRead, BufReader};
+use std::fs;
+use std::io::BufReader;
+use std::os::unix::fs::FileExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
+use zrecord::test_hooks::{HELD, HOLD_ENV};
 use zrecord::{Codec, DType, Geometry, RaggedStore};
 
 mod common;
 
 const OP_ENV: &str = "ZRECORD_CHILD_OP";
 const PATH_ENV: &str = "ZRECORD_CHILD_STORE";
-const READY: &str = "ZRECORD-CHILD-READY";
 const ROUNDS: u64 = 30;
-/// Kills that must land mid-operation (the rest may come after the end).
-const MIN_KILLS: u64 = 10;
 
 /// 16 MiB chunks (a whole test store in one), 64-entry table segments.
 const GEOMETRY: Geometry = Geometry {
@@ -30,8 +33,7 @@ const GEOMETRY: Geometry = Geometry {
     chunk_bits: 24,
 };
 
-/// Records of several pages: the kernel can stop a write of them part way
-/// when the process is killed.
+/// Records of several pages: most of them move onto their own old bytes.
 fn big_record(r: u64) -> Vec<u8> {
     common::valid_bytes(
         DType::U8,
@@ -102,7 +104,6 @@ fn run_child_if_asked(targets: &[u64]) {
         return;
     };
     let mut store = RaggedStore::<u8>::open(&path).expect("child: open");
-    println!("{READY}");
     match op.to_str() {
         Some("compact") => drop(store.compact().expect("child: compact")),
         Some("delete") => drop(store.delete(targets).expect("child: delete")),
@@ -112,47 +113,81 @@ fn run_child_if_asked(targets: &[u64]) {
 }
 
 /// Starts `test` of this binary as a child running `op` on `path`, waits
-/// until it is ready, kills it after `delay`. Returns whether the kill landed
-/// (rather than the child finishing first).
-fn kill_during(test: &str, op: &str, path: &Path, delay: Duration, round: u64) -> bool {
+/// until it holds at the `n`-th arrival at `point`, runs `at_hold` on the
+/// store folder the child is stopped in, then kills the child.
+fn kill_at<R>(
+    test: &str,
+    (op, path): (&str, &Path),
+    (point, n): (&str, u64),
+    round: u64,
+    at_hold: impl FnOnce() -> R,
+) -> R {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([test, "--exact", "--nocapture"])
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env(OP_ENV, op)
         .env(PATH_ENV, path)
+        .env(HOLD_ENV, format!("{point}:{n}"))
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    while !line.contains(READY) {
-        line.clear();
-        if stdout.read_line(&mut line).unwrap() == 0 {
-            panic!("round {round}: the {op} child died before it was ready");
-        }
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    if !common::wait_for(&mut stderr, HELD, &mut seen) {
+        let status = child.wait().unwrap();
+        panic!(
+            "round {round}: the {op} child ended ({status}) before arrival {n} at {point}; \
+             stderr:\n{seen}"
+        );
     }
-    std::thread::sleep(delay);
-    let _ = child.kill();
+    let seen_at_hold = at_hold();
+    child.kill().unwrap();
     let status = child.wait().unwrap();
-    if status.signal() == Some(9) {
-        return true;
-    }
-    assert!(
-        status.success(),
-        "round {round}: the {op} child failed: {status}"
+    assert_eq!(
+        status.signal(),
+        Some(9),
+        "round {round}: the {op} child did not die by SIGKILL ({status})"
     );
-    false
+    seen_at_hold
 }
 
-/// Counts a kill that landed; after one that came too late (the operation
-/// ran faster than in the probe, e.g. on a quieter machine), aims earlier.
-fn aim(landed: bool, killed: u64, span: u64) -> (u64, u64) {
-    if landed {
-        (killed + 1, span)
-    } else {
-        (killed, (span * 2 / 3).max(100))
+/// `meta.zr`'s committed physical length.
+fn meta_length(store: &Path) -> u64 {
+    let meta = fs::read(store.join("meta.zr")).unwrap();
+    u64::from_le_bytes(meta[14..22].try_into().unwrap())
+}
+
+/// Table entry `phys` (16 bytes) under `GEOMETRY`.
+fn table_entry(store: &Path, phys: u64) -> [u8; 16] {
+    let segment = fs::read(store.join(format!("{}.loc", phys >> 6))).unwrap();
+    let at = (phys % 64) as usize * 16;
+    segment[at..at + 16].try_into().unwrap()
+}
+
+/// A compaction journal entry that checks out (FORMAT.md, "Journals"): the
+/// physical index, the new table entry and the record's stored bytes.
+fn journaled_move(store: &Path) -> Option<(u64, [u8; 16], Vec<u8>)> {
+    let bytes = fs::read(store.join("compact.journal")).ok()?;
+    if bytes.len() < 36 || &bytes[..8] != b"ZRJOURN1" {
+        return None;
     }
+    let phys_len = u32::from_le_bytes(bytes[24..28].try_into().unwrap()) as usize;
+    let crc = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
+    let body = bytes.get(12..36 + phys_len)?;
+    (crc32fast::hash(body) == crc).then(|| {
+        (
+            u64::from_le_bytes(bytes[12..20].try_into().unwrap()),
+            bytes[20..36].try_into().unwrap(),
+            bytes[36..].to_vec(),
+        )
+    })
+}
+
+/// `(offset, phys_length, chunk)` of a table entry.
+fn place(entry: &[u8; 16]) -> (u64, usize, u32) {
+    let field = |at: usize| u32::from_le_bytes(entry[at..at + 4].try_into().unwrap());
+    (u64::from(field(0)), field(4) as usize, field(12))
 }
 
 /// 800 records of several pages, then one small one deleted near the front:
@@ -166,52 +201,95 @@ fn fragmented(path: &Path, codec: Codec, seed: u64) -> Vec<Vec<u8>> {
     model
 }
 
+/// Where round `r` of the compaction test stops: a point and an arrival
+/// below the moves every workload makes (checked: over 600 of 799 records
+/// overlap their old bytes).
+fn compaction_hold(round: u64) -> (&'static str, u64) {
+    let point = ["compact:journaled", "compact:moved", "compact:entry"][(round % 3) as usize];
+    (point, 1 + common::splitmix(11, round) % 500)
+}
+
 #[test]
 fn killed_compactions_lose_nothing() {
     run_child_if_asked(&[]);
     let dir = tempfile::tempdir().unwrap();
-    let probe = dir.path().join("probe");
-    fragmented(&probe, Codec::Raw, 0);
-    let mut store = RaggedStore::<u8>::open(&probe).unwrap();
-    let t = Instant::now();
-    let progress = store.compact().unwrap();
-    let mut span = t.elapsed().as_micros().max(1000) as u64;
-    assert!(
-        progress.moved > 1000,
-        "the workload must move records: {progress:?}"
-    );
-    drop(store);
-
-    let mut killed = 0;
+    let (mut journals, mut redone, mut torn) = (0, 0, 0);
     for round in 0..ROUNDS {
         let path = dir.path().join(format!("s{round}"));
         let model = fragmented(&path, codec(round), round);
-        let delay = Duration::from_micros(common::splitmix(11, round) % span);
-        let landed = kill_during(
+        let hold = compaction_hold(round);
+        // At the hold: the journaled move, and the table entry it replaces.
+        let journaled = kill_at(
             "killed_compactions_lose_nothing",
-            "compact",
-            &path,
-            delay,
+            ("compact", &path),
+            hold,
             round,
+            || {
+                journaled_move(&path)
+                    .map(|(phys, new, bytes)| (phys, new, bytes, table_entry(&path, phys)))
+            },
         );
-        (killed, span) = aim(landed, killed, span);
-        assert!(holds(&path, &model, round), "round {round}: records differ");
+        if hold.0 != "compact:moved" {
+            assert!(
+                journaled.is_some(),
+                "round {round}: held at {hold:?} without a journal entry"
+            );
+        }
+        if let Some((phys, new, bytes, old)) = journaled {
+            journals += 1;
+            if hold.0 == "compact:journaled" && round % 2 == 1 {
+                // As if the kill had stopped the move's write part way: the
+                // first bytes of the record's new place are written, over
+                // the start of its old copy.
+                let ((to, len, chunk), (from, _, _)) = (place(&new), place(&old));
+                let written = (from - to) as usize + (len - (from - to) as usize) / 2;
+                let file = fs::OpenOptions::new()
+                    .write(true)
+                    .open(path.join(format!("{chunk}.chunk")))
+                    .unwrap();
+                file.write_all_at(&bytes[..written], to).unwrap();
+                torn += 1;
+            }
+            assert!(holds(&path, &model, round), "round {round}: records differ");
+            let after = table_entry(&path, phys);
+            assert_eq!(
+                after, new,
+                "round {round}: open did not redo the journaled move of record {phys}"
+            );
+            redone += u64::from(old != new);
+        } else {
+            assert!(holds(&path, &model, round), "round {round}: records differ");
+        }
         // A full compaction afterwards completes and keeps everything.
         let mut store = RaggedStore::<u8>::open(&path).unwrap();
         assert!(store.compact().unwrap().is_complete());
         drop(store);
         assert!(holds(&path, &model, round), "round {round}: records differ");
     }
-    println!("{killed} of {ROUNDS} compactions killed part way");
+    println!(
+        "{ROUNDS} compactions killed: {journals} with a journaled move, {redone} of them \
+         redone by open, {torn} with the move's bytes torn"
+    );
+    // Every kill at `compact:journaled` (10 rounds) found the table entry not
+    // yet rewritten, so `open` must have redone it; 5 of them had torn bytes.
     assert!(
-        killed >= MIN_KILLS,
-        "only {killed} of {ROUNDS} kills landed"
+        journals >= 20 && redone >= 10 && torn == 5,
+        "{journals} journals, {redone} redone, {torn} torn"
     );
 }
 
-/// Every third record of 30,000: enough table moves to take a while.
+/// Every third record of 30,000.
 fn delete_targets() -> Vec<u64> {
     (0..30_000).step_by(3).collect()
+}
+
+/// Where round `r` of the delete test stops.
+fn delete_hold(round: u64) -> (&'static str, u64) {
+    match round % 3 {
+        0 => ("delete:journaled", 1),
+        1 => ("delete:entry", 1 + common::splitmix(13, round) % 10_000),
+        _ => ("delete:committed", 1),
+    }
 }
 
 #[test]
@@ -222,39 +300,41 @@ fn killed_deletes_are_all_or_nothing() {
     let before: Vec<Vec<u8>> = (0..30_000).map(small_record).collect();
     let mut after = before.clone();
     delete_in_model(&mut after, &targets);
-    let probe = dir.path().join("probe");
-    let mut store = create(&probe, Codec::Raw, &before);
-    let t = Instant::now();
-    store.delete(&targets).unwrap();
-    let mut span = t.elapsed().as_micros().max(1000) as u64;
-    drop(store);
 
-    let (mut killed, mut undone) = (0, 0);
+    let (mut journals, mut redone) = (0, 0);
     for round in 0..ROUNDS {
         let path = dir.path().join(format!("s{round}"));
         drop(create(&path, codec(round), &before));
-        let delay = Duration::from_micros(common::splitmix(13, round) % span);
-        let landed = kill_during(
+        let hold = delete_hold(round);
+        let (journal, committed) = kill_at(
             "killed_deletes_are_all_or_nothing",
-            "delete",
-            &path,
-            delay,
+            ("delete", &path),
+            hold,
             round,
+            || {
+                (
+                    path.join("delete.journal").exists(),
+                    meta_length(&path) != 2 * before.len() as u64,
+                )
+            },
         );
-        (killed, span) = aim(landed, killed, span);
-        // A journal written means the delete completes; none, it never began.
-        if holds(&path, &before, round) {
-            undone += 1;
-        } else {
-            assert!(
-                holds(&path, &after, round),
-                "round {round}: neither the store before the delete nor after it"
-            );
-        }
+        assert!(journal, "round {round}: held at {hold:?} without a journal");
+        journals += 1;
+        assert_eq!(
+            committed,
+            hold.0 == "delete:committed",
+            "round {round}: held at {hold:?}"
+        );
+        // The journal was there: the delete completes, whatever the point.
+        assert!(
+            holds(&path, &after, round),
+            "round {round}: the store is not the one after the delete"
+        );
+        redone += u64::from(!committed);
     }
-    println!("{killed} of {ROUNDS} deletes killed part way, {undone} found undone");
-    assert!(
-        killed >= MIN_KILLS,
-        "only {killed} of {ROUNDS} kills landed"
+    println!(
+        "{ROUNDS} deletes killed, {journals} with a journal, {redone} uncommitted and \
+         finished by open"
     );
+    assert_eq!((journals, redone), (30, 20));
 }

@@ -1,5 +1,8 @@
 //! `batch_at(s)` is the s-th iterator output for every mode; seeking, `nth`,
 //! `fill_next` and clones agree; every batch has the local batch size and is in range.
+//! (That a configuration gives the same stream in every build and on every
+//! platform is `golden.rs`'s job: it checks the streams against an
+//! independent reference implementation.)
 
 use proptest::prelude::*;
 use zsampler::{Mode, Sampler};
@@ -87,15 +90,6 @@ fn seek_nth_and_fill_next_agree() {
         sampler.seek(0);
         assert_eq!(sampler.nth(5).unwrap(), sampler.batch_at(5));
         assert_eq!(sampler.step(), 6);
-    }
-}
-
-#[test]
-fn same_configuration_same_stream() {
-    for (a, b) in configs().into_iter().zip(configs()) {
-        for step in [0, 1, 99, u64::MAX / 3] {
-            assert_eq!(a.batch_at(step), b.batch_at(step));
-        }
     }
 }
 

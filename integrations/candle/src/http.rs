@@ -47,7 +47,8 @@
 //! ```
 
 use std::io::Read;
-use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::os::fd::OwnedFd;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -98,10 +99,15 @@ impl HttpConfig {
 /// for the routes and errors.
 ///
 /// [`shutdown`](Self::shutdown) (or dropping it) stops taking requests,
-/// answers those already received, and joins its threads. The batcher stops
-/// when its last clone drops.
+/// answers those already received, and joins its threads; on Linux the port
+/// refuses connections from the moment it returns (elsewhere, once the
+/// server's accept thread has ended). The batcher stops when its last clone
+/// drops.
 pub struct HttpServer {
     server: Arc<tiny_http::Server>,
+    /// A second handle on the listening socket, to close the port at once on
+    /// shutdown (the server's own handle lives in its accept thread).
+    listener: Option<TcpListener>,
     shared: Arc<Shared>,
     workers: Vec<JoinHandle<()>>,
     addr: SocketAddr,
@@ -136,12 +142,17 @@ impl HttpServer {
             what: "cannot read the listening address".into(),
             source,
         })?;
+        let second = listener.try_clone().map_err(|source| Error::Io {
+            what: "cannot duplicate the listening socket".into(),
+            source,
+        })?;
         let server = tiny_http::Server::from_listener(listener, None).map_err(|e| Error::Io {
             what: format!("cannot start the HTTP server on {addr}"),
             source: std::io::Error::other(e.to_string()),
         })?;
         let mut server = HttpServer {
             server: Arc::new(server),
+            listener: Some(second),
             shared: Arc::new(Shared {
                 batcher,
                 config,
@@ -181,6 +192,13 @@ impl HttpServer {
     }
 
     fn stop(&mut self) {
+        if let Some(listener) = self.listener.take() {
+            // Shutting down a listening socket's reading side stops it
+            // listening (Linux): new connections are refused from here on.
+            // Elsewhere this may fail, and the port closes with the accept
+            // thread instead.
+            let _ = TcpStream::from(OwnedFd::from(listener)).shutdown(Shutdown::Read);
+        }
         self.shared.stop.store(true, Ordering::Release);
         for _ in 0..self.workers.len() {
             self.server.unblock();

@@ -1,19 +1,24 @@
 //! The dynamic batcher: concurrent requests share batches within the
 //! limits, every request gets exactly its rows, a bad request fails alone,
 //! and shutdown answers everything queued.
+//!
+//! No test depends on timing: the model holds its first batch at a gate
+//! until the test has queued the requests it wants batched, so what the
+//! batcher finds queued when the model is free again is known exactly.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
-use std::time::Duration;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
 
 use candle_core::{Device, Tensor};
 use zrecord_candle::{BatchConfig, Batcher, Error, Predictor};
 
 /// Row `id` is `[id, 2 * id]`; remembers every batch's ids; fails on id 13,
-/// panics on id 66, sleeps `delay` per batch.
+/// panics on id 66. With a gate, its first batch waits until the test lets
+/// it go.
 struct Echo {
     batches: Arc<Mutex<Vec<Vec<u64>>>>,
-    delay: Duration,
+    gate: Option<Mutex<(Sender<()>, Receiver<()>)>>,
 }
 
 impl Predictor for Echo {
@@ -23,7 +28,13 @@ impl Predictor for Echo {
 
     fn predict(&self, ids: &[u64]) -> zrecord_candle::Result<Tensor> {
         self.batches.lock().unwrap().push(ids.to_vec());
-        std::thread::sleep(self.delay);
+        if let Some(gate) = &self.gate
+            && self.batches.lock().unwrap().len() == 1
+        {
+            let (entered, release) = &*gate.lock().unwrap();
+            entered.send(()).unwrap();
+            release.recv().unwrap();
+        }
         if ids.contains(&13) {
             return Err(Error::Config("id 13 is cursed".into()));
         }
@@ -36,101 +47,115 @@ impl Predictor for Echo {
     }
 }
 
-fn echo(delay: Duration) -> (Echo, Arc<Mutex<Vec<Vec<u64>>>>) {
+fn echo() -> (Echo, Arc<Mutex<Vec<Vec<u64>>>>) {
     let batches = Arc::new(Mutex::new(Vec::new()));
-    (
-        Echo {
-            batches: Arc::clone(&batches),
-            delay,
-        },
-        batches,
-    )
+    let echo = Echo {
+        batches: Arc::clone(&batches),
+        gate: None,
+    };
+    (echo, batches)
+}
+
+/// The test's side of a gated model: the model says when its first batch
+/// entered; the test says when it may go on.
+struct Gate {
+    entered: Receiver<()>,
+    release: Sender<()>,
+}
+
+fn gated() -> (Echo, Arc<Mutex<Vec<Vec<u64>>>>, Gate) {
+    let (echo, batches) = echo();
+    let (entered_tx, entered) = channel();
+    let (release, release_rx) = channel();
+    let echo = Echo {
+        gate: Some(Mutex::new((entered_tx, release_rx))),
+        ..echo
+    };
+    (echo, batches, Gate { entered, release })
 }
 
 fn rows(t: &Tensor) -> Vec<Vec<u32>> {
     t.to_vec2::<u32>().unwrap()
 }
 
-/// Sends `requests` (each a list of ids) from one thread each, all at once.
-fn concurrently(batcher: &Batcher, requests: &[Vec<u64>]) -> Vec<zrecord_candle::Result<Tensor>> {
-    let barrier = Barrier::new(requests.len());
-    std::thread::scope(|s| {
-        let handles: Vec<_> = requests
-            .iter()
-            .map(|ids| {
-                let (batcher, barrier) = (batcher.clone(), &barrier);
-                s.spawn(move || {
-                    barrier.wait();
-                    batcher.predict(ids.clone())
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    })
+/// Starts request `[0]`, waits until the model holds it, queues `requests`
+/// (each with its own reply), and lets the model go on: the batcher then
+/// finds all of them queued. Returns the replies to `requests`, in order.
+fn queued_behind_a_busy_model(
+    batcher: &Batcher,
+    gate: &Gate,
+    requests: &[Vec<u64>],
+) -> Vec<zrecord_candle::Result<Tensor>> {
+    let (first_tx, first) = channel();
+    batcher
+        .submit(vec![0], move |r| first_tx.send(r).unwrap())
+        .unwrap();
+    gate.entered.recv().unwrap();
+    let replies: Vec<Receiver<_>> = requests
+        .iter()
+        .map(|ids| {
+            let (tx, rx) = channel();
+            batcher
+                .submit(ids.clone(), move |r| tx.send(r).unwrap())
+                .unwrap();
+            rx
+        })
+        .collect();
+    gate.release.send(()).unwrap();
+    assert_eq!(rows(&first.recv().unwrap().unwrap()), vec![vec![0, 0]]);
+    replies.iter().map(|rx| rx.recv().unwrap()).collect()
 }
 
 #[test]
-fn concurrent_requests_share_batches_and_get_their_own_rows() {
-    let (predictor, batches) = echo(Duration::ZERO);
-    let config = BatchConfig::default()
-        .with_max_batch(64)
-        .with_max_wait(Duration::from_millis(200));
+fn queued_requests_share_batches_and_get_their_own_rows() {
+    let (predictor, batches, gate) = gated();
+    let config = BatchConfig::default().with_max_batch(64);
     let batcher = Batcher::start(predictor, config).unwrap();
     let requests: Vec<Vec<u64>> = (20..36).map(|k| vec![k, k + 50, k]).collect();
-    for (ids, result) in requests.iter().zip(concurrently(&batcher, &requests)) {
+    let results = queued_behind_a_busy_model(&batcher, &gate, &requests);
+    for (ids, result) in requests.iter().zip(results) {
         let expected: Vec<Vec<u32>> = ids.iter().map(|&i| vec![i as u32, 2 * i as u32]).collect();
         assert_eq!(rows(&result.unwrap()), expected);
     }
+    // The first request alone, then all sixteen (48 records) in one batch,
+    // in the order they were submitted.
     let batches = batches.lock().unwrap();
-    assert!(
-        batches.len() < 16,
-        "16 concurrent requests ran in {} batches",
-        batches.len()
-    );
+    assert_eq!(batches[..], [vec![0], requests.concat()]);
     let m = batcher.metrics().snapshot();
-    assert_eq!(
-        (m.requests, m.failed, m.batches),
-        (16, 0, batches.len() as u64)
-    );
-    assert_eq!(m.records, 48);
-    assert!(m.mean_batch_requests > 1.0, "{m:?}");
+    assert_eq!((m.requests, m.failed, m.batches), (17, 0, 2));
+    assert_eq!(m.records, 49);
+    assert!((m.mean_batch_requests - 8.5).abs() < 1e-9, "{m:?}");
     assert!(m.latency_p50 <= m.latency_p99 && m.latency_p99 <= m.latency_max);
 }
 
 #[test]
 fn batches_never_exceed_max_batch_and_unbatched_runs_one_by_one() {
-    let (predictor, batches) = echo(Duration::from_millis(5));
-    let config = BatchConfig::default()
-        .with_max_batch(5)
-        .with_max_wait(Duration::from_millis(100));
-    let batcher = Batcher::start(predictor, config).unwrap();
-    let requests: Vec<Vec<u64>> = (0..12).map(|k| vec![k, k + 1]).collect();
-    assert!(
-        concurrently(&batcher, &requests)
-            .into_iter()
-            .all(|r| r.is_ok())
-    );
-    assert!(batches.lock().unwrap().iter().all(|b| b.len() <= 5));
+    let (predictor, batches, gate) = gated();
+    let batcher = Batcher::start(predictor, BatchConfig::default().with_max_batch(5)).unwrap();
+    let requests: Vec<Vec<u64>> = (1..13).map(|k| vec![k, k + 1]).collect();
+    let results = queued_behind_a_busy_model(&batcher, &gate, &requests);
+    assert!(results.iter().all(Result::is_ok));
+    // Two requests (4 records) fill a batch: a third would make 6 > 5.
+    let expected: Vec<Vec<u64>> = std::iter::once(vec![0])
+        .chain(requests.chunks(2).map(<[Vec<u64>]>::concat))
+        .collect();
+    assert_eq!(*batches.lock().unwrap(), expected);
     assert!(matches!(
         batcher.predict(vec![1; 6]),
         Err(Error::TooManyIds { got: 6, max: 5 })
     ));
 
-    let (predictor, batches) = echo(Duration::from_millis(2));
+    let (predictor, batches, gate) = gated();
     let batcher = Batcher::start(predictor, BatchConfig::default().unbatched()).unwrap();
-    assert!(
-        concurrently(&batcher, &requests)
-            .into_iter()
-            .all(|r| r.is_ok())
-    );
-    let batches = batches.lock().unwrap();
-    assert_eq!(batches.len(), 12);
-    assert!(batches.iter().all(|b| b.len() == 2));
+    let results = queued_behind_a_busy_model(&batcher, &gate, &requests);
+    assert!(results.iter().all(Result::is_ok));
+    let expected: Vec<Vec<u64>> = std::iter::once(vec![0]).chain(requests.clone()).collect();
+    assert_eq!(*batches.lock().unwrap(), expected);
 }
 
 #[test]
 fn unknown_ids_are_refused_before_any_batch() {
-    let (predictor, batches) = echo(Duration::ZERO);
+    let (predictor, batches) = echo();
     let batcher = Batcher::start(predictor, BatchConfig::default()).unwrap();
     let result = batcher.predict(vec![1, 100, 7, u64::MAX]);
     assert!(
@@ -143,11 +168,10 @@ fn unknown_ids_are_refused_before_any_batch() {
 
 #[test]
 fn a_failing_or_panicking_request_fails_alone() {
-    let (predictor, _) = echo(Duration::ZERO);
-    let config = BatchConfig::default().with_max_wait(Duration::from_millis(200));
-    let batcher = Batcher::start(predictor, config).unwrap();
+    let (predictor, batches, gate) = gated();
+    let batcher = Batcher::start(predictor, BatchConfig::default()).unwrap();
     let requests = vec![vec![1], vec![13], vec![2], vec![66], vec![3]];
-    let results = concurrently(&batcher, &requests);
+    let results = queued_behind_a_busy_model(&batcher, &gate, &requests);
     assert!(
         matches!(results[1], Err(Error::Config(_))),
         "{:?}",
@@ -160,10 +184,16 @@ fn a_failing_or_panicking_request_fails_alone() {
             requests[k][0] as u32
         );
     }
+    // The five ran as one batch, which failed, then one by one.
+    let expected: Vec<Vec<u64>> = [vec![0], requests.concat()]
+        .into_iter()
+        .chain(requests.clone())
+        .collect();
+    assert_eq!(*batches.lock().unwrap(), expected);
     // Still serving.
     assert_eq!(rows(&batcher.predict(vec![9]).unwrap()), vec![vec![9, 18]]);
     let m = batcher.metrics().snapshot();
-    assert_eq!((m.requests, m.failed), (4, 2));
+    assert_eq!((m.requests, m.failed), (7, 2));
 }
 
 #[test]
@@ -193,26 +223,31 @@ fn a_model_that_returns_the_wrong_rows_is_an_error() {
 
 #[test]
 fn a_full_queue_overloads_and_shutdown_answers_every_queued_request() {
-    let (predictor, _) = echo(Duration::from_millis(20));
+    let (predictor, _, gate) = gated();
     let config = BatchConfig::default().unbatched().with_queue(4);
     let batcher = Batcher::start(predictor, config).unwrap();
     let answered = Arc::new(AtomicUsize::new(0));
-    let (mut accepted, mut overloaded) = (0, 0);
-    for id in 0..20 {
+    let submit = |id: u64| {
         let answered = Arc::clone(&answered);
-        match batcher.submit(vec![id], move |result| {
+        batcher.submit(vec![id], move |result| {
             assert!(result.is_ok());
             answered.fetch_add(1, Ordering::SeqCst);
-        }) {
+        })
+    };
+    // The model is busy with the first request: four more fill the queue,
+    // the rest are refused.
+    submit(0).unwrap();
+    gate.entered.recv().unwrap();
+    let (mut accepted, mut overloaded) = (1, 0);
+    for id in 1..20 {
+        match submit(id) {
             Ok(()) => accepted += 1,
             Err(Error::Overloaded { queue: 4 }) => overloaded += 1,
             Err(e) => panic!("{e}"),
         }
     }
-    assert!(
-        overloaded > 0 && accepted >= 4,
-        "{accepted} accepted, {overloaded} overloaded"
-    );
+    assert_eq!((accepted, overloaded), (5, 15));
+    gate.release.send(()).unwrap();
     batcher.shutdown();
     assert_eq!(
         answered.load(Ordering::SeqCst),
@@ -222,10 +257,7 @@ fn a_full_queue_overloads_and_shutdown_answers_every_queued_request() {
     assert!(batcher.is_shut_down());
     assert!(matches!(batcher.predict(vec![1]), Err(Error::ShuttingDown)));
     assert!(matches!(
-        Batcher::start(
-            echo(Duration::ZERO).0,
-            BatchConfig::default().with_max_batch(0)
-        ),
+        Batcher::start(echo().0, BatchConfig::default().with_max_batch(0)),
         Err(Error::Config(_))
     ));
 }

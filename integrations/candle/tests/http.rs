@@ -116,12 +116,12 @@ fn concurrent_predictions_equal_offline_batched_inference() {
             >= metrics["latency_ms"]["p50"].as_f64().unwrap()
     );
     server.shutdown();
-    // The listener closes as tiny_http's accept thread winds down.
-    let closed = (0..100).any(|_| {
-        std::thread::sleep(Duration::from_millis(20));
-        TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_err()
-    });
-    assert!(closed, "the port is closed after shutdown");
+    // When shutdown returns the port refuses connections (Linux; elsewhere
+    // it closes once the server's accept thread ends).
+    if cfg!(target_os = "linux") {
+        let refused = TcpStream::connect_timeout(&addr, TIMEOUT);
+        assert!(refused.is_err(), "the port still accepts after shutdown");
+    }
 }
 
 #[test]

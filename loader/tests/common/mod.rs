@@ -37,12 +37,21 @@ pub fn streams(dir: &Path) -> Streams {
 }
 
 /// Runs `f` on another thread and fails the test if it takes longer than
-/// `secs`: a hang becomes a failure, not a stuck CI run.
+/// `secs`: a hang becomes a failure, not a stuck CI run. A panic in `f` is
+/// raised again here, as the panic it was.
 pub fn within<R: Send + 'static>(secs: u64, f: impl FnOnce() -> R + Send + 'static) -> R {
+    use std::sync::mpsc::RecvTimeoutError;
     let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
+    let thread = std::thread::spawn(move || {
         let _ = tx.send(f());
     });
-    rx.recv_timeout(std::time::Duration::from_secs(secs))
-        .expect("timed out: the loader hung")
+    match rx.recv_timeout(std::time::Duration::from_secs(secs)) {
+        Ok(result) => result,
+        Err(RecvTimeoutError::Timeout) => panic!("timed out after {secs} s: the loader hung"),
+        // The sender is gone without a result: `f` panicked.
+        Err(RecvTimeoutError::Disconnected) => match thread.join() {
+            Err(panic) => std::panic::resume_unwind(panic),
+            Ok(()) => unreachable!("the thread sends before it ends"),
+        },
+    }
 }

@@ -127,6 +127,7 @@ impl Engine {
             out.write(locs[i], stored, trailer)
         })?;
         out.flush()?;
+        crate::hooks::hold("append:payload");
 
         // 2. Record table, one write per segment.
         let table: Vec<u8> = locs.iter().flat_map(|loc| loc.encode()).collect();
@@ -143,6 +144,7 @@ impl Engine {
                 .map_err(Error::io("write", &file.path))?;
             phys = end;
         }
+        crate::hooks::hold("append:table");
 
         // 3. Header: the commit point. Then publish to readers.
         self.write_meta(chunk, offset, new_len)?;

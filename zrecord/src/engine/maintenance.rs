@@ -85,7 +85,9 @@ impl Engine {
         // the store until the journal is gone.
         self.set_journal_flag(true)?;
         journal::record_delete(&self.dir, len * group, &targets)?;
+        crate::hooks::hold("delete:journaled");
         self.apply_delete(&targets)?;
+        crate::hooks::hold("delete:committed");
         journal::finish_delete(&self.dir)?;
         self.set_journal_flag(false)?;
         Ok(targets.len() as u64)
@@ -110,6 +112,7 @@ impl Engine {
                     self.write_loc(target * group + part, loc)?;
                 }
             }
+            crate::hooks::hold("delete:entry");
             live -= 1;
         }
         let (tail_chunk, tail_offset) = {
@@ -178,6 +181,7 @@ impl Engine {
                     buf.extend_from_slice(snap.stored(phys / self.group, loc)?);
                     if overlaps {
                         journal.record(phys, new_loc, &buf)?;
+                        crate::hooks::hold("compact:journaled");
                     }
                     let dst = snap.files().chunks.get(chunk as usize).ok_or_else(|| {
                         Error::corrupt(
@@ -194,8 +198,10 @@ impl Engine {
                     // reopen counts them, as the file's length).
                     dst.committed.fetch_max(offset + len, Ordering::AcqRel);
                 }
+                crate::hooks::hold("compact:moved");
                 self.write_loc(phys, new_loc)?;
                 if overlaps {
+                    crate::hooks::hold("compact:entry");
                     journal.clear()?;
                 }
                 progress.moved += 1;

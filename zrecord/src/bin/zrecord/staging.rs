@@ -1,5 +1,7 @@
 //! Never a half-written output: build beside the target, rename into place
-//! when complete, remove the temporary on any failure.
+//! when complete, remove the temporary on any failure — and, since a killed
+//! process removes nothing, remove what killed runs left beside the target
+//! the next time one starts.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -32,11 +34,9 @@ impl Staged {
         };
         fs::create_dir_all(&parent)
             .with_context(|| format!("cannot create {}", parent.display()))?;
-        let temp = parent.join(format!(
-            ".{}.zrecord-tmp-{}",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
+        let prefix = format!(".{}.zrecord-tmp-", name.to_string_lossy());
+        remove_stale(&parent, &prefix)?;
+        let temp = parent.join(format!("{prefix}{}", std::process::id()));
         remove(&temp)?;
         Ok(Staged {
             target: target.to_path_buf(),
@@ -49,6 +49,15 @@ impl Staged {
     /// Where to build the output.
     pub(crate) fn path(&self) -> &Path {
         &self.temp
+    }
+
+    /// A second temporary path beside the output, `{path}.{suffix}`: removed
+    /// like it by the next run if this process is killed.
+    pub(crate) fn aside(&self, suffix: &str) -> PathBuf {
+        let mut path = self.temp.clone().into_os_string();
+        path.push(".");
+        path.push(suffix);
+        PathBuf::from(path)
     }
 
     /// Moves the finished output to the target, replacing what `--force` allows.
@@ -89,6 +98,38 @@ impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
         let _ = remove(&self.0);
     }
+}
+
+/// Removes the staging paths (`{prefix}{pid}`, `{prefix}{pid}.{suffix}`) of
+/// processes that are gone — runs killed before they could clean up — and
+/// the folders the store's `create` stages beside them (`.` and their name).
+fn remove_stale(parent: &Path, prefix: &str) -> Result<()> {
+    let Ok(entries) = fs::read_dir(parent) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let ours = name.strip_prefix('.').filter(|n| n.starts_with(prefix));
+        let Some(rest) = ours.unwrap_or(name).strip_prefix(prefix) else {
+            continue;
+        };
+        let pid = rest.split_once('.').map_or(rest, |(pid, _)| pid);
+        if let Ok(pid) = pid.parse::<u32>()
+            && pid != std::process::id()
+            && !running(pid)
+        {
+            remove(&entry.path())?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether process `pid` runs. Where there is no `/proc` to tell, it is
+/// assumed to: its leftovers stay for the user to remove.
+fn running(pid: u32) -> bool {
+    let proc = Path::new("/proc");
+    !proc.join("self").exists() || proc.join(pid.to_string()).exists()
 }
 
 /// Removes a file or folder if it exists.

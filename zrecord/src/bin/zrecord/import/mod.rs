@@ -94,7 +94,7 @@ pub(crate) fn write_store(
     let wants_dict = matches!(target.codec, CodecArg::ZstdDict);
     // A dictionary trains on the settled data: import raw first, then recode.
     let first = if wants_dict {
-        staged.path().with_extension("raw")
+        staged.aside("raw")
     } else {
         staged.path().to_path_buf()
     };
