@@ -84,3 +84,11 @@ pub use format::FORMAT_VERSION;
 pub use format::Geometry;
 pub use ragged::{DynRaggedStore, RaggedStore};
 pub use ragged_batch::{DynRaggedBatch, RaggedBatch, RaggedLayout};
+
+/// When a raw gather fans out across rayon's pool, and in how many pieces, so
+/// the comparison harness (`benches/`) can give the systems it sets beside
+/// zrecord the same threads. Not a stable API: the values follow the engine.
+#[doc(hidden)]
+pub mod gather_policy {
+    pub use crate::engine::{PARALLEL_COPY_BYTES, PIECES_PER_THREAD};
+}

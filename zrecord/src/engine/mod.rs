@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 pub(crate) use gather::Snapshot;
+pub use gather::{PARALLEL_COPY_BYTES, PIECES_PER_THREAD};
 pub use maintenance::CompactProgress;
 pub use verify::VerifyReport;
 
