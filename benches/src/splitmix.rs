@@ -1,5 +1,5 @@
 //! SplitMix64 streams `S(seed)` and their byte streams `bytes(seed)`
-//! (BENCH-DATA.md, "Randomness").
+//! (`benches/DATA.md`, "Randomness").
 //!
 //! Output `k` of `S(seed)` depends only on `seed + (k + 1) * GAMMA`, so any
 //! output — and any byte of `bytes(seed)` — can be computed on its own. The
@@ -98,7 +98,7 @@ mod tests {
     #[test]
     fn golden_outputs() {
         // Computed once with this implementation and cross-checked against an
-        // independent Python transcription of BENCH-DATA.md.
+        // independent Python transcription of DATA.md.
         let s1: Vec<u64> = SplitMix64::new(1).take(3).collect();
         assert_eq!(s1, GOLDEN_S1);
     }

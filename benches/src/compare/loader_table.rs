@@ -8,7 +8,6 @@
 //! pages count as file-backed resident memory; the table shows that part
 //! apart, and the bound counts it with the store handles.
 
-use std::error::Error;
 use std::process::{Command, Stdio};
 
 use zrecord::{Codec, DenseStore};
@@ -25,7 +24,7 @@ pub const PREFETCH: usize = 4;
 /// The loader's default worker count.
 pub const DEFAULT_WORKERS: usize = 2;
 
-/// A target of the loader issue, as measured.
+/// A target of the loader, as measured.
 #[derive(Clone, Debug)]
 pub struct Target {
     /// What is measured.
@@ -38,7 +37,7 @@ pub struct Target {
     pub reached: bool,
 }
 
-fn child(config: &ChildConfig) -> Result<ChildResult, Box<dyn Error + Send + Sync>> {
+fn child(config: &ChildConfig) -> super::Result<ChildResult> {
     let exe = std::env::current_exe()?;
     let out = Command::new(exe)
         .arg(CHILD_FLAG)
@@ -71,12 +70,12 @@ struct Run {
 pub fn run(
     quick: bool,
     report: &mut Report,
-) -> Result<(Table, Vec<Target>), Box<dyn Error + Send + Sync>> {
+) -> super::Result<(Table, Vec<Target>)> {
     let n = if quick { 300 } else { DENSE_A.records };
     let (generated, gen_s) = timed(|| DENSE_A.generate_verified(n));
     let (data, verified) = generated?;
     let checked = match verified {
-        Verified::Checksum => "SHA-256 matches BENCH-DATA.md",
+        Verified::Checksum => "SHA-256 matches benches/DATA.md",
         Verified::PrefixUnchecked => "a prefix: no checksum exists",
     };
     eprintln!("(e) {n} records generated in {gen_s:.1} s ({checked})");
@@ -142,7 +141,7 @@ pub fn run(
         let mut go = |label: String,
                       workers: Option<usize>,
                       sleep: f64|
-         -> Result<f64, Box<dyn Error + Send + Sync>> {
+         -> super::Result<f64> {
             let result = child(&config(workers, sleep))?;
             eprintln!("  {codec} {label}: {:.1} batches/s", result.batches_per_s);
             let per_step_gather = result.gather_s / result.steps as f64;
@@ -342,7 +341,7 @@ fn tabulate(
         };
         targets.push(Target {
             what: format!("(e) {codec}: beat the Python reference"),
-            goal: format!("> {name} batches/s (quoted in the loader issue, not re-measured)"),
+            goal: format!("> {name} batches/s (the Python loader's quoted figure, not re-measured)"),
             measured: format!("{:.1} batches/s", median(&default)),
             reached: median(&default) > python,
         });

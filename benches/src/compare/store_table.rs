@@ -1,12 +1,266 @@
-//! What the store tables (a), (b) and (c) share: sizes and budgets, the
-//! bookkeeping of every row (role, write time, stored bytes, its limit), and
-//! the table and JSON rows made from the measurements.
+//! The store tables (a), (b) and (c), one run for every workload: every
+//! system built from the same records, checked against them, warmed up, then
+//! timed side by side; the table and JSON rows made from the measurements.
 
+use std::hint::black_box;
+use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use zrecord::{Codec, DictTier};
+
+use super::Result;
+use super::disk::allocated_bytes;
+use super::frames::{FrameSet, group_ranges, grouped_bytes};
 use super::measure::{self, Budget, Runner, Sampled};
+use super::peers;
 use super::report::{MIB, Report, Table, fmt_bytes, fmt_num, fmt_ratio, fmt_seconds};
+use super::systems::{self, Frames, InMemory, Memcpy, Source, System, Zrecord};
 use crate::plans::{BATCH, plan};
+use crate::workloads::{DenseWorkload, RAGGED_PLAN_SEED, RAGGED_RECORDS, RaggedTokens};
+use crate::Verified;
+
+/// Records per group of the grouped-zstd ratio row (ArrayRecord's default).
+pub const GROUP: usize = 256;
+
+/// A workload of the store tables.
+#[derive(Clone, Copy, Debug)]
+pub enum Workload {
+    /// (a) or (b).
+    Dense(DenseWorkload),
+    /// (c).
+    Ragged,
+}
+
+impl Workload {
+    /// DATA.md's letter.
+    pub fn letter(&self) -> char {
+        match self {
+            Workload::Dense(w) => w.name.chars().next().unwrap_or('?'),
+            Workload::Ragged => 'c',
+        }
+    }
+
+    /// Records in the full workload.
+    fn records(&self) -> usize {
+        match self {
+            Workload::Dense(w) => w.records,
+            Workload::Ragged => RAGGED_RECORDS,
+        }
+    }
+
+    /// Seed of the index plan.
+    fn plan_seed(&self) -> u64 {
+        match self {
+            Workload::Dense(w) => w.plan_seed,
+            Workload::Ragged => RAGGED_PLAN_SEED,
+        }
+    }
+
+    /// Generates the first `n` records and checks full-size data against
+    /// DATA.md; returns them and what was checked.
+    fn generate(&self, n: usize) -> Result<(Source, String)> {
+        let (source, verified, what) = match self {
+            Workload::Dense(w) => {
+                let (data, verified) = w.generate_verified(n)?;
+                let data = Arc::new(data);
+                (Source::Dense { data, shape: w.shape }, verified, "SHA-256 matches")
+            }
+            Workload::Ragged => {
+                let data = RaggedTokens::generate(n);
+                let verified = data.verify()?;
+                let what = "SHA-256 of lengths and tokens match";
+                (Source::Ragged(Arc::new(data)), verified, what)
+            }
+        };
+        let checked = match verified {
+            Verified::Checksum => format!("{what} benches/DATA.md"),
+            Verified::PrefixUnchecked => "a prefix: no checksum exists".into(),
+        };
+        Ok((source, checked))
+    }
+
+    fn title(&self, source: &Source) -> String {
+        match self {
+            Workload::Dense(w) => format!(
+                "({}) dense {} records of u8[{}][{}] ({} B each)",
+                self.letter(),
+                source.len(),
+                w.shape[0],
+                w.shape[1],
+                w.record_bytes()
+            ),
+            Workload::Ragged => format!(
+                "(c) ragged {} i32 token sequences ({} tokens, lengths 16..2048)",
+                source.len(),
+                source.bytes().len() / 4
+            ),
+        }
+    }
+}
+
+/// A row and, if it gathers, its system.
+type Entry = (Meta, Option<Box<dyn System>>);
+
+/// Builds, checks and times every system of `workload`; returns its table.
+/// zstd_dict stores are built for each of `tiers`.
+///
+/// # Errors
+/// A checksum mismatch, an I/O, zrecord or peer error, or a system whose
+/// batches differ from the source.
+pub fn run(
+    workload: Workload,
+    tiers: &[DictTier],
+    quick: bool,
+    report: &mut Report,
+) -> Result<Table> {
+    let letter = workload.letter();
+    let n = records(letter, workload.records(), quick);
+    let (generated, gen_s) = timed(|| workload.generate(n));
+    let (source, checked) = generated?;
+    eprintln!(
+        "({letter}) {n} records, {} bytes generated in {gen_s:.1} s ({checked})",
+        source.bytes().len()
+    );
+    let dir = tempfile::Builder::new()
+        .prefix("zrecord-compare")
+        .tempdir()?;
+    let path = |name: &str| dir.path().join(name);
+    let mut notes = vec![format!("Data: {checked}.")];
+    let mut entries: Vec<Entry> = vec![
+        (
+            Meta::limit("in-memory gather (limit)", Stored::Nothing, true),
+            Some(Box::new(InMemory::new(&source))),
+        ),
+        (
+            Meta::limit("memcpy (limit)", Stored::Nothing, false),
+            Some(Box::new(Memcpy::new(&source))),
+        ),
+    ];
+
+    // zrecord stores, and the frames they hold decoded from memory (their limits).
+    let (raw, raw_s) = timed(|| Zrecord::write(&path("zr-raw"), &source, Codec::Raw));
+    let raw = raw?;
+    eprintln!("  zrecord raw written in {raw_s:.1} s");
+    let mut stores = vec![(raw_s, "zrecord raw".to_string(), 0)];
+    let mut compressed = Vec::new();
+    let (zstd, zstd_s) = timed(|| Zrecord::write(&path("zr-zstd"), &source, Codec::Zstd));
+    eprintln!("  zrecord zstd written in {zstd_s:.1} s");
+    compressed.push((zstd?, zstd_s, Codec::Zstd, "zstd".to_string()));
+    for &tier in tiers {
+        let (dict, train_s) = timed(|| raw.train_dict(tier));
+        let dict = dict?;
+        let codec = Codec::ZstdDict(dict.clone());
+        let dir_name = format!("zr-dict-{}", tier.name());
+        let (store, s) = timed(|| Zrecord::write(&path(&dir_name), &source, codec.clone()));
+        let label = format!("zstd_dict {}", tier.name());
+        eprintln!("  zrecord {label} trained in {train_s:.1} s, written in {s:.1} s");
+        notes.push(format!(
+            "{label}: a {} KiB dictionary trained in {train_s:.1} s (not in write MiB/s).",
+            dict.len() / 1024
+        ));
+        compressed.push((store?, s, codec, label));
+    }
+    let mut systems: Vec<Zrecord> = vec![raw];
+    for (store, s, codec, label) in compressed {
+        let group = store.physical_per_record();
+        let frames = Frames::new(FrameSet::from_store(store.path(), &codec, group, 0)?, &source);
+        let name = format!("{label} frames in memory (limit)");
+        let stored = Stored::Memory(frames.compressed_bytes());
+        stores.push((s, format!("zrecord {label}"), entries.len()));
+        entries.push((Meta::limit(&name, stored, true), Some(Box::new(frames))));
+        systems.push(store);
+    }
+    for ((s, name, limit), store) in stores.into_iter().zip(systems) {
+        let meta = Meta::store(&name, Role::Zrecord, s, allocated_bytes(store.path())?, limit);
+        entries.push((meta, Some(Box::new(store))));
+    }
+
+    for peer in peers::write_all(&source, dir.path(), &mut notes)? {
+        let meta = Meta::store(peer.name, Role::Peer, peer.write_s, peer.on_disk, 0);
+        entries.push((meta, Some(peer.system)));
+    }
+    let grouped = grouped_bytes(source.bytes(), &group_ranges(&source.starts(), GROUP));
+    entries.push((
+        Meta {
+            name: format!("grouped zstd ({GROUP} records/frame, level 3; ratio only)"),
+            role: Role::RatioOnly,
+            write_s: None,
+            stored: Stored::Memory(grouped),
+            limit: None,
+            checked: false,
+        },
+        None,
+    ));
+
+    // Check, then time.
+    let plan = run_plan(workload.plan_seed(), n, quick);
+    for batch in plan.iter().take(3).chain(plan.last()) {
+        for (meta, system) in &mut entries {
+            if let (true, Some(system)) = (meta.checked, system) {
+                systems::check(&meta.name, system.as_mut(), &source, batch)?;
+            }
+        }
+    }
+    eprintln!(
+        "  every system's plan batches 0..3 and {} equal the source",
+        plan.len() - 1
+    );
+    let metas: Vec<Meta> = entries.iter().map(|(m, _)| m.clone()).collect();
+    let runners: Vec<Option<Runner<'_>>> = entries
+        .iter_mut()
+        .map(|(_, system)| {
+            system.as_mut().map(|system| {
+                Box::new(move |batch: &[u64]| black_box(system.gather(batch)).bytes.len())
+                    as Runner<'_>
+            })
+        })
+        .collect();
+    let logical = source.bytes().len() as u64;
+    let title = workload.title(&source);
+    let mut table = measure_and_report(
+        letter, &title, &metas, runners, &plan, n, logical, quick, report,
+    );
+    table.notes.extend(notes);
+    table.note(huge_page_note(dir.path()));
+    Ok(table)
+}
+
+/// How much of each mapped file under `dir` the kernel maps with 2 MiB
+/// pages (page-cache large folios): a mapped gather's TLB cost depends on it.
+fn huge_page_note(dir: &Path) -> String {
+    let mut per_file: Vec<(String, u64, u64)> = Vec::new();
+    for m in super::rss::file_maps(dir) {
+        let name = m
+            .path
+            .strip_prefix(&*dir.to_string_lossy())
+            .unwrap_or(&m.path)
+            .trim_start_matches('/')
+            .to_string();
+        match per_file.iter_mut().find(|(n, _, _)| *n == name) {
+            Some(e) => {
+                e.1 += m.rss_kib;
+                e.2 += m.pmd_kib;
+            }
+            None => per_file.push((name, m.rss_kib, m.pmd_kib)),
+        }
+    }
+    let parts: Vec<String> = per_file
+        .iter()
+        .filter(|(_, rss, _)| *rss >= 1024)
+        .map(|(name, rss, pmd)| {
+            format!(
+                "{name} {:.0}% of {} MiB",
+                100.0 * *pmd as f64 / *rss as f64,
+                rss / 1024
+            )
+        })
+        .collect();
+    format!(
+        "Mapped with 2 MiB pages (FilePmdMapped / Rss per file, /proc/self/smaps, after timing): {}.",
+        parts.join(", ")
+    )
+}
 
 /// What a row is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,7 +343,7 @@ pub fn records(letter: char, full: usize, quick: bool) -> usize {
     .min(full)
 }
 
-/// The index plan of a run: BENCH-DATA.md's `plan(seed, nb, 256, N)`, with
+/// The index plan of a run: DATA.md's `plan(seed, nb, 256, N)`, with
 /// enough batches to visit every record about four times (8 to 256).
 pub fn run_plan(seed: u64, records: usize, quick: bool) -> Vec<Vec<u64>> {
     let nb = if quick {
