@@ -81,10 +81,20 @@ fn run(args: &Args) -> Result<()> {
         show(&table);
     }
     if wants(Letter::B) {
-        show(&store_table::run(Workload::Dense(DENSE_B), &TIERS, quick, &mut report)?);
+        show(&store_table::run(
+            Workload::Dense(DENSE_B),
+            &TIERS,
+            quick,
+            &mut report,
+        )?);
     }
     if wants(Letter::C) {
-        show(&store_table::run(Workload::Ragged, &TIERS, quick, &mut report)?);
+        show(&store_table::run(
+            Workload::Ragged,
+            &TIERS,
+            quick,
+            &mut report,
+        )?);
     }
     if wants(Letter::D) {
         show(&sampler_table::run(quick, &mut report));

@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int32Type;
-use arrow_array::{Array as _, ArrayRef, FixedSizeBinaryArray, ListArray, RecordBatch, UInt64Array};
+use arrow_array::{
+    Array as _, ArrayRef, FixedSizeBinaryArray, ListArray, RecordBatch, UInt64Array,
+};
 use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use arrow_ipc::convert::try_fb_to_schema;
 use arrow_ipc::reader::{FileDecoder, read_footer_length};

@@ -37,8 +37,11 @@ impl Machine {
             rayon_threads: rayon::current_num_threads(),
             memory_mib: mem_total_kib().map_or(0, |k| k / 1024),
             kernel: read_trimmed("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
-            rustc: output(std::env::var_os("RUSTC").unwrap_or("rustc".into()), &["--version"])
-                .unwrap_or_else(|| "unknown".into()),
+            rustc: output(
+                std::env::var_os("RUSTC").unwrap_or("rustc".into()),
+                &["--version"],
+            )
+            .unwrap_or_else(|| "unknown".into()),
             git_commit: output("git", &["rev-parse", "HEAD"]).unwrap_or_else(|| "unknown".into()),
             load_average_start: load_average().unwrap_or_else(|| "unknown".into()),
             load_average_end: String::new(),

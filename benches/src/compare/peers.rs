@@ -83,7 +83,10 @@ pub fn write_all(source: &Source, dir: &Path, notes: &mut Vec<String>) -> Result
     written?;
     let system: Box<dyn System> = match source.width() {
         Some(width) => Box::new(Mapped::dense(npy::open(&paths[0])?, width)),
-        None => Box::new(Mapped::ragged(npy::open(&paths[0])?, npy::open(&paths[1])?)?),
+        None => Box::new(Mapped::ragged(
+            npy::open(&paths[0])?,
+            npy::open(&paths[1])?,
+        )?),
     };
     let mut on_disk = 0;
     for path in &paths {
@@ -120,7 +123,10 @@ fn with_peers(
 
     let stem = arrays[0].name;
     let column: arrow_array::ArrayRef = match source {
-        Source::Dense { data, .. } => Arc::new(arrow_ipc::dense_array(data, arrays[0].shape[1] * arrays[0].shape[2])?),
+        Source::Dense { data, .. } => Arc::new(arrow_ipc::dense_array(
+            data,
+            arrays[0].shape[1] * arrays[0].shape[2],
+        )?),
         Source::Ragged(d) => Arc::new(arrow_ipc::ragged_array(&d.tokens, &d.offsets)?),
     };
     let path = dir.join(format!("{stem}.arrow"));

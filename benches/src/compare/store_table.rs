@@ -16,9 +16,9 @@ use super::measure::{self, Budget, Runner, Sampled};
 use super::peers;
 use super::report::{MIB, Report, Table, fmt_bytes, fmt_num, fmt_ratio, fmt_seconds};
 use super::systems::{self, Frames, InMemory, Memcpy, Source, System, Zrecord};
+use crate::Verified;
 use crate::plans::{BATCH, plan};
 use crate::workloads::{DenseWorkload, RAGGED_PLAN_SEED, RAGGED_RECORDS, RaggedTokens};
-use crate::Verified;
 
 /// Records per group of the grouped-zstd ratio row (ArrayRecord's default).
 pub const GROUP: usize = 256;
@@ -64,7 +64,14 @@ impl Workload {
             Workload::Dense(w) => {
                 let (data, verified) = w.generate_verified(n)?;
                 let data = Arc::new(data);
-                (Source::Dense { data, shape: w.shape }, verified, "SHA-256 matches")
+                (
+                    Source::Dense {
+                        data,
+                        shape: w.shape,
+                    },
+                    verified,
+                    "SHA-256 matches",
+                )
             }
             Workload::Ragged => {
                 let data = RaggedTokens::generate(n);
@@ -164,7 +171,10 @@ pub fn run(
     let mut systems: Vec<Zrecord> = vec![raw];
     for (store, s, codec, label) in compressed {
         let group = store.physical_per_record();
-        let frames = Frames::new(FrameSet::from_store(store.path(), &codec, group, 0)?, &source);
+        let frames = Frames::new(
+            FrameSet::from_store(store.path(), &codec, group, 0)?,
+            &source,
+        );
         let name = format!("{label} frames in memory (limit)");
         let stored = Stored::Memory(frames.compressed_bytes());
         stores.push((s, format!("zrecord {label}"), entries.len()));
@@ -172,7 +182,13 @@ pub fn run(
         systems.push(store);
     }
     for ((s, name, limit), store) in stores.into_iter().zip(systems) {
-        let meta = Meta::store(&name, Role::Zrecord, s, allocated_bytes(store.path())?, limit);
+        let meta = Meta::store(
+            &name,
+            Role::Zrecord,
+            s,
+            allocated_bytes(store.path())?,
+            limit,
+        );
         entries.push((meta, Some(Box::new(store))));
     }
 
@@ -206,20 +222,17 @@ pub fn run(
         "  every system's plan batches 0..3 and {} equal the source",
         plan.len() - 1
     );
-    let metas: Vec<Meta> = entries.iter().map(|(m, _)| m.clone()).collect();
-    let runners: Vec<Option<Runner<'_>>> = entries
-        .iter_mut()
-        .map(|(_, system)| {
-            system.as_mut().map(|system| {
-                Box::new(move |batch: &[u64]| black_box(system.gather(batch)).bytes.len())
-                    as Runner<'_>
-            })
-        })
-        .collect();
     let logical = source.bytes().len() as u64;
     let title = workload.title(&source);
     let mut table = measure_and_report(
-        letter, &title, &metas, runners, &plan, n, logical, quick, report,
+        letter,
+        &title,
+        &mut entries,
+        &plan,
+        n,
+        logical,
+        quick,
+        report,
     );
     table.notes.extend(notes);
     table.note(huge_page_note(dir.path()));
@@ -380,149 +393,139 @@ pub fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
 
 /// Gathers every record once, in order, in batches of [`BATCH`]: brings
 /// every page a system reads into memory and into its maps.
-pub fn warm_up(run: &mut Runner<'_>, records: usize) {
-    let mut first = 0;
-    while first < records {
+fn warm_up(run: &mut Runner<'_>, records: usize) {
+    for first in (0..records).step_by(BATCH) {
         let batch: Vec<u64> = (first..(first + BATCH).min(records))
             .map(|i| i as u64)
             .collect();
         run(&batch);
-        first += BATCH;
     }
 }
 
-/// Times `runners` (the gathering rows of `metas`, same order) and makes
-/// the table and the JSON rows of workload `letter`. Row 0 must be the
-/// in-memory gather. `logical` is the workload's size in bytes.
+/// Warms every gathering row up, times them side by side over `plan`, and
+/// makes the table and the JSON rows of workload `letter`. Row 0 must be the
+/// in-memory gather; `logical` is the workload's size in bytes.
 #[allow(clippy::too_many_arguments)]
-pub fn measure_and_report(
+fn measure_and_report(
     letter: char,
     title: &str,
-    metas: &[Meta],
-    mut runners: Vec<Option<Runner<'_>>>,
+    entries: &mut [Entry],
     plan: &[Vec<u64>],
     records: usize,
     logical: u64,
     quick: bool,
     report: &mut Report,
 ) -> Table {
-    for (meta, run) in metas.iter().zip(&mut runners) {
-        if let Some(run) = run {
-            let (_, s) = timed(|| warm_up(run, records));
-            eprintln!("  warm-up {}: {s:.2} s", meta.name);
-        }
+    let metas: Vec<Meta> = entries.iter().map(|(m, _)| m.clone()).collect();
+    let (which, mut runners): (Vec<usize>, Vec<Runner<'_>>) = entries
+        .iter_mut()
+        .enumerate()
+        .filter_map(|(k, (_, system))| {
+            let system = system.as_mut()?;
+            let run = move |batch: &[u64]| black_box(system.gather(batch)).bytes.len();
+            Some((k, Box::new(run) as Runner<'_>))
+        })
+        .unzip();
+    for (&k, run) in which.iter().zip(&mut runners) {
+        let (_, s) = timed(|| warm_up(run, records));
+        eprintln!("  warm-up {}: {s:.2} s", metas[k].name);
     }
-    let mut live: Vec<Runner<'_>> = Vec::new();
-    let mut which = Vec::new();
-    for (k, run) in runners.into_iter().enumerate() {
-        if let Some(run) = run {
-            live.push(run);
-            which.push(k);
-        }
-    }
-    let (sampled, rounds) = measure::interleaved(&mut live, plan, budget(quick));
-    drop(live);
+    let (sampled, rounds) = measure::interleaved(&mut runners, plan, budget(quick));
+    drop(runners);
     let mut samples: Vec<Option<Sampled>> = vec![None; metas.len()];
     for (k, s) in which.into_iter().zip(sampled) {
         samples[k] = Some(s);
     }
-    let mut table = Table::new(
-        title,
-        &[
-            "system",
-            "write MiB/s>",
-            "gather MiB/s>",
-            "k records/s>",
-            "p50 batch>",
-            "p95 batch>",
-            "on disk>",
-            "ratio>",
-            "× in-memory>",
-            "× its limit>",
-            "× best peer>",
-        ],
-    );
+    let columns = [
+        "system",
+        "write MiB/s>",
+        "gather MiB/s>",
+        "k records/s>",
+        "p50 batch>",
+        "p95 batch>",
+        "on disk>",
+        "ratio>",
+        "× in-memory>",
+        "× its limit>",
+        "× best peer>",
+    ];
+    let mut table = Table::new(title, &columns);
     let in_memory = samples[0].clone().unwrap_or_default();
     // The best peer: the fastest gather among the other stores.
-    let best_peer = metas
-        .iter()
-        .zip(&samples)
+    let rows = || metas.iter().zip(&samples);
+    let best_peer = rows()
         .filter(|(m, _)| m.role == Role::Peer)
-        .filter_map(|(m, s)| s.as_ref().map(|s| (m, s)))
+        .filter_map(|(m, s)| Some((m, s.as_ref()?)))
         .max_by(|a, b| a.1.bytes_per_s().total_cmp(&b.1.bytes_per_s()));
-    let npy = metas
-        .iter()
-        .zip(&samples)
+    let npy = rows()
         .find(|(m, _)| m.name.starts_with("mmap .npy"))
         .and_then(|(_, s)| s.as_ref());
-    for (meta, sample) in metas.iter().zip(&samples) {
+    let mut faulting = Vec::new();
+    for (meta, sample) in rows() {
         let write = meta.write_s.map(|s| logical as f64 / s / MIB);
-        let (bytes, on_disk) = match meta.stored {
-            Stored::Nothing => (None, "—".to_string()),
-            Stored::Disk(b) => (Some(b), fmt_bytes(b)),
-            Stored::Memory(b) => (Some(b), format!("({} in memory)", fmt_bytes(b))),
+        let (bytes, on_disk, metric) = match meta.stored {
+            Stored::Nothing => (None, "—".to_string(), ""),
+            Stored::Disk(b) => (Some(b), fmt_bytes(b), "bytes_on_disk"),
+            Stored::Memory(b) => (
+                Some(b),
+                format!("({} in memory)", fmt_bytes(b)),
+                "bytes_in_memory",
+            ),
         };
-        let ratio = bytes.map(|b| logical as f64 / b as f64);
+        let ratio = bytes.map_or(f64::NAN, |b| logical as f64 / b as f64);
         let name = match meta.role {
             Role::Zrecord => format!("**{}**", meta.name),
             _ => meta.name.clone(),
         };
-        let mut cells = vec![name, write.map_or("—".into(), fmt_num)];
-        let sys = meta.name.as_str();
-        if let Some(w) = write {
-            report.push(letter, sys, "write_mib_s", w, "MiB/s");
-        }
-        if let Some(b) = bytes {
-            let metric = if matches!(meta.stored, Stored::Disk(_)) {
-                "bytes_on_disk"
-            } else {
-                "bytes_in_memory"
-            };
-            report.push(letter, sys, metric, b as f64, "B");
-        }
-        if let Some(r) = ratio {
-            report.push(letter, sys, "compression_ratio", r, "x");
-        }
+        let dash = || "—".to_string();
+        let mut cells = vec![name, write.map_or_else(dash, fmt_num)];
+        let mut values = vec![
+            ("write_mib_s", write.unwrap_or(f64::NAN), "MiB/s"),
+            (metric, bytes.map_or(f64::NAN, |b| b as f64), "B"),
+            ("compression_ratio", ratio, "x"),
+        ];
+        let (mut vs_mem, mut vs_limit, mut vs_peer) = (f64::NAN, f64::NAN, f64::NAN);
         match sample {
             Some(s) => {
-                let mib_s = s.bytes_per_s() / MIB;
-                let krec = s.records_per_s() / 1e3;
+                let (mib_s, krec) = (s.bytes_per_s() / MIB, s.records_per_s() / 1e3);
                 let (p50, p95) = (s.latency(50.0), s.latency(95.0));
-                let vs_mem = s.paired_ratio(&in_memory);
-                let vs_limit = meta
-                    .limit
-                    .and_then(|l| samples[l].as_ref())
-                    .map_or(f64::NAN, |l| s.paired_ratio(l));
-                report.push(letter, sys, "gather_mib_s", mib_s, "MiB/s");
-                report.push(letter, sys, "k_records_s", krec, "k/s");
-                report.push(letter, sys, "p50_batch_ms", p50 * 1e3, "ms");
-                report.push(letter, sys, "p95_batch_ms", p95 * 1e3, "ms");
-                report.push(letter, sys, "vs_in_memory", vs_mem, "x");
-                report.push(letter, sys, "vs_limit", vs_limit, "x");
-                let vs_peer = best_peer.map_or(f64::NAN, |(_, p)| s.paired_ratio(p));
-                report.push(letter, sys, "vs_best_peer", vs_peer, "x");
-                if let Some(npy) = npy {
-                    report.push(letter, sys, "vs_mmap_npy", s.paired_ratio(npy), "x");
-                }
+                vs_mem = s.paired_ratio(&in_memory);
+                let limit = meta.limit.and_then(|l| samples[l].as_ref());
+                vs_limit = limit.map_or(f64::NAN, |l| s.paired_ratio(l));
+                vs_peer = best_peer.map_or(f64::NAN, |(_, p)| s.paired_ratio(p));
+                values.extend([
+                    ("gather_mib_s", mib_s, "MiB/s"),
+                    ("k_records_s", krec, "k/s"),
+                    ("p50_batch_ms", p50 * 1e3, "ms"),
+                    ("p95_batch_ms", p95 * 1e3, "ms"),
+                    ("vs_in_memory", vs_mem, "x"),
+                    ("vs_limit", vs_limit, "x"),
+                    ("vs_best_peer", vs_peer, "x"),
+                    (
+                        "vs_mmap_npy",
+                        npy.map_or(f64::NAN, |n| s.paired_ratio(n)),
+                        "x",
+                    ),
+                    ("page_faults_per_batch", s.faults_per_batch(), "1"),
+                ]);
                 cells.extend([
                     fmt_num(mib_s),
                     fmt_num(krec),
                     fmt_seconds(p50),
                     fmt_seconds(p95),
                 ]);
-                cells.push(on_disk);
-                cells.push(ratio.map_or("—".into(), fmt_ratio));
-                cells.push(fmt_ratio(vs_mem));
-                cells.push(fmt_ratio(vs_limit));
-                cells.push(fmt_ratio(vs_peer));
+                if s.faults_per_batch() >= 1.0 {
+                    let (n, major) = (s.faults_per_batch(), s.faults.1);
+                    faulting.push(format!("{} {n:.0} (major {major})", meta.name));
+                }
             }
-            None => {
-                cells.extend(["—".into(), "—".into(), "—".into(), "—".into()]);
-                cells.push(on_disk);
-                cells.push(ratio.map_or("—".into(), fmt_ratio));
-                cells.extend(["—".into(), "—".into(), "—".into()]);
-            }
+            None => cells.extend([dash(), dash(), dash(), dash()]),
         }
+        for (metric, value, unit) in values {
+            report.push(letter, &meta.name, metric, value, unit);
+        }
+        cells.extend([on_disk, fmt_ratio(ratio), fmt_ratio(vs_mem)]);
+        cells.extend([fmt_ratio(vs_limit), fmt_ratio(vs_peer)]);
         table.row(cells);
     }
     table.note(format!(
@@ -532,28 +535,6 @@ pub fn measure_and_report(
         fmt_bytes(logical),
         plan.len()
     ));
-    let faulting: Vec<String> = metas
-        .iter()
-        .zip(&samples)
-        .filter_map(|(m, s)| {
-            let s = s.as_ref()?;
-            report.push(
-                letter,
-                &m.name,
-                "page_faults_per_batch",
-                s.faults_per_batch(),
-                "1",
-            );
-            (s.faults_per_batch() >= 1.0).then(|| {
-                format!(
-                    "{} {:.0} (major {})",
-                    m.name,
-                    s.faults_per_batch(),
-                    s.faults.1
-                )
-            })
-        })
-        .collect();
     table.note(if faulting.is_empty() {
         "Page faults while timed: under one per batch for every system.".to_string()
     } else {

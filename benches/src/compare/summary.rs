@@ -6,7 +6,15 @@ use super::report::{Report, Table};
 
 /// Targets read from the report's rows: (workload, system, metric, goal,
 /// what, the goal in words, unit): `metric` of `system` must reach `goal`.
-type RowTarget = (char, &'static str, &'static str, f64, &'static str, &'static str, &'static str);
+type RowTarget = (
+    char,
+    &'static str,
+    &'static str,
+    f64,
+    &'static str,
+    &'static str,
+    &'static str,
+);
 
 #[rustfmt::skip]
 const ROW_TARGETS: [RowTarget; 6] = [
@@ -40,11 +48,21 @@ pub fn targets(report: &Report, loader: &[Target]) -> Table {
         });
         if let Some(row) = value {
             let measured = format!("{:.2}{unit}", row.value);
-            table.row(vec![what.into(), goal_text.into(), measured, reached(row.value >= goal)]);
+            table.row(vec![
+                what.into(),
+                goal_text.into(),
+                measured,
+                reached(row.value >= goal),
+            ]);
         }
     }
     for t in loader {
-        let cells = vec![t.what.clone(), t.goal.clone(), t.measured.clone(), reached(t.reached)];
+        let cells = vec![
+            t.what.clone(),
+            t.goal.clone(),
+            t.measured.clone(),
+            reached(t.reached),
+        ];
         table.row(cells);
     }
     table

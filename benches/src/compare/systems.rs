@@ -6,7 +6,7 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
-use zrecord::{Codec, DenseStore, Dictionary, DictTier, RaggedBatch, RaggedStore};
+use zrecord::{Codec, DenseStore, DictTier, Dictionary, RaggedBatch, RaggedStore};
 
 use super::copy;
 use super::disk::Region;
@@ -217,7 +217,9 @@ impl InMemory {
 impl System for InMemory {
     fn gather(&mut self, indices: &[u64]) -> Packed<'_> {
         match &self.source {
-            Source::Dense { data, shape } => self.out.copy_fixed(data, shape[0] * shape[1], indices),
+            Source::Dense { data, shape } => {
+                self.out.copy_fixed(data, shape[0] * shape[1], indices)
+            }
             Source::Ragged(d) => {
                 let (tokens, o) = (bytemuck::cast_slice(&d.tokens), &d.offsets);
                 let range = |i: u64| o[i as usize] * 4..o[i as usize + 1] * 4;
@@ -251,7 +253,10 @@ impl System for Memcpy {
         let s = &self.source;
         let total = match s {
             Source::Dense { shape, .. } => indices.len() * shape[0] * shape[1],
-            Source::Ragged(d) => indices.iter().map(|&i| d.lengths[i as usize] as usize * 4).sum(),
+            Source::Ragged(d) => indices
+                .iter()
+                .map(|&i| d.lengths[i as usize] as usize * 4)
+                .sum(),
         };
         let start = s.range(indices.first().copied().unwrap_or(0)).start;
         self.out.resize(total, 0);
@@ -325,7 +330,8 @@ impl Zrecord {
         let zrecord = match source {
             Source::Dense { data, shape } => {
                 let store = DenseStore::<u8>::create(path, shape, codec)?;
-                let per_append = (64usize << 20).div_ceil(shape[0] * shape[1]) * shape[0] * shape[1];
+                let per_append =
+                    (64usize << 20).div_ceil(shape[0] * shape[1]) * shape[0] * shape[1];
                 for piece in data.chunks(per_append) {
                     store.append(piece)?;
                 }
@@ -441,7 +447,8 @@ impl Mapped {
     /// When the arrays cannot be read in place (misaligned or cut short).
     pub fn ragged(data: Region, offsets: Region) -> Result<Self, String> {
         bytemuck::try_cast_slice::<u8, i32>(data.bytes()).map_err(|e| format!("tokens: {e}"))?;
-        bytemuck::try_cast_slice::<u8, i64>(offsets.bytes()).map_err(|e| format!("offsets: {e}"))?;
+        bytemuck::try_cast_slice::<u8, i64>(offsets.bytes())
+            .map_err(|e| format!("offsets: {e}"))?;
         Ok(Mapped {
             data,
             layout: Layout::Offsets(offsets),
@@ -509,7 +516,10 @@ mod tests {
             let other = match &source {
                 Source::Dense { data, shape } => {
                     let data = Arc::new(data.iter().map(|b| b ^ 1).collect());
-                    Source::Dense { data, shape: *shape }
+                    Source::Dense {
+                        data,
+                        shape: *shape,
+                    }
                 }
                 Source::Ragged(d) => {
                     let mut d = RaggedTokens::clone(d);
