@@ -48,7 +48,7 @@ struct Args {
 }
 
 /// A workload of benches/DATA.md.
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Letter {
     A,
     B,
@@ -131,5 +131,27 @@ fn main() -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_documented_flags() {
+        let args = Args::try_parse_from(["compare"]).unwrap();
+        assert!(!args.quick && args.json.is_none());
+        assert_eq!(args.only.len(), 5);
+        let args =
+            Args::try_parse_from(["compare", "--quick", "--only", "e,a", "--json", "x.json"]);
+        let args = args.unwrap();
+        assert!(args.quick && args.json == Some(PathBuf::from("x.json")));
+        assert_eq!(args.only, [Letter::E, Letter::A]);
+        for bad in [["--only", "f"], ["--only", "ab"], ["--fast", "x"]] {
+            assert!(Args::try_parse_from(["compare", bad[0], bad[1]]).is_err());
+        }
+        let args = Args::try_parse_from(["compare", "--loader-child", "{}"]).unwrap();
+        assert_eq!(args.loader_child.as_deref(), Some("{}"));
     }
 }

@@ -34,6 +34,15 @@ pub struct Peer {
     pub system: Box<dyn System>,
 }
 
+/// A peer's row name for dense or ragged records.
+fn named(source: &Source, dense: &'static str, ragged: &'static str) -> &'static str {
+    if source.width().is_some() {
+        dense
+    } else {
+        ragged
+    }
+}
+
 /// Writes every peer of `source` under `dir` and opens it; notes say what
 /// was left out.
 ///
@@ -66,8 +75,6 @@ pub fn write_all(source: &Source, dir: &Path, notes: &mut Vec<String>) -> Result
             },
         ],
     };
-    let dense = matches!(source, Source::Dense { .. });
-    let name = |dense_name, ragged_name| if dense { dense_name } else { ragged_name };
     let mut peers = Vec::new();
 
     let paths: Vec<_> = arrays
@@ -93,7 +100,7 @@ pub fn write_all(source: &Source, dir: &Path, notes: &mut Vec<String>) -> Result
         on_disk += allocated_bytes(path)?;
     }
     peers.push(Peer {
-        name: name("mmap .npy", "mmap .npy (values + offsets)"),
+        name: named(source, "mmap .npy", "mmap .npy (values + offsets)"),
         write_s,
         on_disk,
         system,
@@ -133,11 +140,11 @@ fn with_peers(
     let (written, write_s) = timed(|| arrow_ipc::write(&path, column));
     written?;
     peers.push(Peer {
-        name: if source.width().is_some() {
-            "Arrow IPC mmap + take"
-        } else {
-            "Arrow IPC mmap + take (list of i32)"
-        },
+        name: named(
+            source,
+            "Arrow IPC mmap + take",
+            "Arrow IPC mmap + take (list of i32)",
+        ),
         write_s,
         on_disk: allocated_bytes(&path)?,
         system: Box::new(arrow_ipc::Arrow::open(&path)?),
@@ -153,11 +160,11 @@ fn with_peers(
         None => Box::new(Mapped::ragged(tensor("tokens")?, tensor("offsets")?)?),
     };
     peers.push(Peer {
-        name: if source.width().is_some() {
-            "safetensors mmap"
-        } else {
-            "safetensors mmap (values + offsets)"
-        },
+        name: named(
+            source,
+            "safetensors mmap",
+            "safetensors mmap (values + offsets)",
+        ),
         write_s,
         on_disk: allocated_bytes(&path)?,
         system,

@@ -77,8 +77,8 @@ struct Options {
     #[arg(long, alias = "test")]
     quick: bool,
     /// Passed by `cargo bench`.
-    #[arg(long, hide = true)]
-    bench: bool,
+    #[arg(long = "bench", hide = true)]
+    _bench: bool,
     /// Interleaved timing rounds [default: 15, quick 2].
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     rounds: Option<u16>,

@@ -49,8 +49,8 @@ struct Options {
     #[arg(long, alias = "test")]
     quick: bool,
     /// Passed by `cargo bench`.
-    #[arg(long, hide = true)]
-    bench: bool,
+    #[arg(long = "bench", hide = true)]
+    _bench: bool,
     /// Requests per serving run [default: 2000, quick 300].
     #[arg(long)]
     requests: Option<usize>,
