@@ -1,5 +1,5 @@
 //! Index plans: the random batches every system gathers, in the same order
-//! (BENCH-DATA.md, "Index plans").
+//! (`benches/DATA.md`, "Index plans").
 
 use crate::splitmix::SplitMix64;
 

@@ -1,5 +1,5 @@
 //! SplitMix64 streams `S(seed)` and their byte streams `bytes(seed)`
-//! (BENCH-DATA.md, "Randomness").
+//! (`benches/DATA.md`, "Randomness").
 //!
 //! Output `k` of `S(seed)` depends only on `seed + (k + 1) * GAMMA`, so any
 //! output — and any byte of `bytes(seed)` — can be computed on its own. The

@@ -1,9 +1,9 @@
-//! The workloads of BENCH-DATA.md, generated bit-exactly and in parallel.
+//! The workloads of `benches/DATA.md`, generated bit-exactly and in parallel.
 //!
 //! Every generator takes a record count: the full count gives the workload
-//! BENCH-DATA.md checksums; fewer records give a **prefix** — exactly the
+//! DATA.md checksums; fewer records give a **prefix** — exactly the
 //! first records of the full workload, from the same generator — for quick
-//! runs. BENCH-DATA.md has no checksums for prefixes, so only full-size data
+//! runs. DATA.md has no checksums for prefixes, so only full-size data
 //! is checked ([`DenseWorkload::verify`], [`RaggedTokens::verify`] report
 //! [`Verified::PrefixUnchecked`] for a prefix); the `#[ignore]`d test
 //! `full_checksums` checks every full-size array.
@@ -18,13 +18,13 @@ use crate::splitmix::output;
 /// A dense workload: `records` records of `u8[shape[0]][shape[1]]`.
 #[derive(Clone, Copy, Debug)]
 pub struct DenseWorkload {
-    /// BENCH-DATA.md's letter.
+    /// DATA.md's letter.
     pub name: &'static str,
     /// Records in the full workload.
     pub records: usize,
     /// Item shape (rows, columns).
     pub shape: [usize; 2],
-    /// Seed of the index plan (BENCH-DATA.md, "Index plans").
+    /// Seed of the index plan (DATA.md, "Index plans").
     pub plan_seed: u64,
     /// SHA-256 of the full array.
     pub sha256: &'static str,
@@ -80,7 +80,7 @@ impl DenseWorkload {
         data
     }
 
-    /// Checks generated `data` against BENCH-DATA.md: full-size data must
+    /// Checks generated `data` against DATA.md: full-size data must
     /// match its SHA-256; a prefix cannot be checked.
     ///
     /// # Errors
@@ -225,7 +225,7 @@ impl RaggedTokens {
         &self.tokens[self.offsets[r]..self.offsets[r + 1]]
     }
 
-    /// Checks lengths and tokens against BENCH-DATA.md: the full workload must
+    /// Checks lengths and tokens against DATA.md: the full workload must
     /// match both SHA-256 values; a prefix cannot be checked.
     ///
     /// # Errors
@@ -260,7 +260,7 @@ pub fn ragged_length(r: u64) -> u32 {
     let u1 = ((a >> 11) + 1) as f64 * TWO_POW_M53;
     let u2 = (b >> 11) as f64 * TWO_POW_M53;
     let radius = (-2.0 * u1.ln()).sqrt();
-    // BENCH-DATA.md writes 6.283185307179586: exactly the f64 `TAU`.
+    // DATA.md writes 6.283185307179586: exactly the f64 `TAU`.
     let angle = std::f64::consts::TAU * u2;
     let z = radius * angle.cos();
     let scaled = 0.9 * z;
@@ -298,7 +298,7 @@ mod tests {
 
     #[test]
     fn generators_follow_the_formulas() {
-        // A direct, slow transcription of BENCH-DATA.md for a few records.
+        // A direct, slow transcription of DATA.md for a few records.
         let b = |seed: u64, n: usize| crate::splitmix::byte(seed, n as u64);
         let a = DENSE_A.generate(3);
         for r in 0..3usize {
@@ -329,7 +329,7 @@ mod tests {
     }
 
     /// Golden values of small prefixes (prefix checksums are not in
-    /// BENCH-DATA.md): the output of `reference/bench_data.py`, an
+    /// DATA.md): the output of `reference/bench_data.py`, an
     /// independent Python transcription (`tests/reference.rs` checks them).
     #[test]
     fn golden_prefixes() {
@@ -359,7 +359,7 @@ mod tests {
     const GOLDEN_C_1000_TOKENS_SHA: &str =
         "93d52ec9f16261fb4eca03f0c812b57b63077455cd7cfd5cf0df1c8fc5c126f6";
 
-    /// Generates every full-size workload and checks it against BENCH-DATA.md
+    /// Generates every full-size workload and checks it against DATA.md
     /// (about 1 GB of data; run with `--ignored --release`).
     #[test]
     #[ignore = "generates ~1 GB; run with --release -- --ignored"]

@@ -139,3 +139,11 @@ pub use ragged_batch::{DynRaggedBatch, RaggedBatch, RaggedLayout};
 pub fn repair(path: impl AsRef<std::path::Path>) -> Result<RepairReport> {
     engine::Engine::repair(path.as_ref())
 }
+
+/// When a raw gather fans out across rayon's pool, and in how many pieces, so
+/// the comparison harness (`benches/`) can give the systems it sets beside
+/// zrecord the same threads. Not a stable API: the values follow the engine.
+#[doc(hidden)]
+pub mod gather_policy {
+    pub use crate::engine::{PARALLEL_COPY_BYTES, PIECES_PER_THREAD};
+}

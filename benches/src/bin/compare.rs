@@ -1,31 +1,61 @@
 //! zrecord side by side with the physical limits and the stores a Rust user
-//! would otherwise pick, on the workloads of BENCH-DATA.md: one markdown
-//! table per workload, then the issues' targets, reached or not.
+//! would otherwise pick, on the workloads of `benches/DATA.md`: one markdown
+//! table per workload, then the targets, reached or not.
 //!
 //! ```text
-//! cargo run --release -p zrecord-benches --bin compare -- [--quick] [--only a,b,c,d,e] [--json PATH]
+//! cargo run --release -p zrecord-benches --features peers --bin compare -- [--quick] [--only a,b,c,d,e] [--json PATH]
 //! ```
 //!
 //! - (a) dense 256 KiB, (b) dense 784 B, (c) ragged tokens: in-memory gather,
 //!   memcpy and zstd frames decoded from memory (limits); zrecord raw, zstd and
-//!   zstd_dict; memory-mapped `.npy`, Arrow IPC (`take`), safetensors (and HDF5
-//!   with `--features hdf5`); a grouped-zstd compression ratio.
+//!   zstd_dict; memory-mapped `.npy`, and with `--features peers` Arrow IPC
+//!   (`take`) and safetensors (with `--features hdf5`, HDF5); a grouped-zstd
+//!   compression ratio.
 //! - (d) sampler index rates against `SmallRng` and Fisher–Yates.
 //! - (e) the loader end to end, each configuration in a child process.
-//!
-//! `--quick` shrinks every workload (a smoke test, well under a minute);
-//! `--json PATH` writes `{"machine": {...}, "rows": [...]}`.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use clap::{Parser, ValueEnum};
 use zrecord::DictTier;
-use zrecord_benches::compare::loader_child::{self, CHILD_FLAG};
 use zrecord_benches::compare::machine::{self, Machine};
-use zrecord_benches::compare::options::Options;
 use zrecord_benches::compare::report::{Report, Table};
-use zrecord_benches::compare::{dense_run, loader_table, ragged_run, sampler_table, summary};
+use zrecord_benches::compare::store_table::Workload;
+use zrecord_benches::compare::{
+    Result, loader_child, loader_table, sampler_table, store_table, summary,
+};
 use zrecord_benches::{DENSE_A, DENSE_B};
+
+/// zrecord side by side with the limits and the other stores, on the
+/// workloads of benches/DATA.md.
+#[derive(Parser)]
+struct Args {
+    /// Shrunk workloads and short timing: a smoke test.
+    #[arg(long)]
+    quick: bool,
+    /// Workloads to run.
+    #[arg(long, value_delimiter = ',', default_value = "a,b,c,d,e")]
+    only: Vec<Letter>,
+    /// Write every measured value as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Run one loader configuration of (e) in this process (JSON) and print
+    /// its result: the harness re-executes itself so peak RSS is the run's own.
+    #[arg(long, hide = true)]
+    loader_child: Option<String>,
+}
+
+/// A workload of benches/DATA.md.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Letter {
+    A,
+    B,
+    C,
+    D,
+    E,
+}
 
 const TIERS: [DictTier; 3] = [DictTier::Fast, DictTier::Balanced, DictTier::Max];
 
@@ -33,36 +63,44 @@ fn show(table: &Table) {
     println!("{}", table.to_markdown());
 }
 
-type Failure = Box<dyn std::error::Error + Send + Sync>;
-
-fn run(options: &Options) -> Result<(), Failure> {
+fn run(args: &Args) -> Result<()> {
     let machine = Machine::probe();
     println!("Machine: {}\n", machine.summary());
     let start = Instant::now();
     let mut report = Report::new(machine);
-    let quick = options.quick;
-    if options.wants('a') {
+    let (quick, wants) = (args.quick, |l| args.only.contains(&l));
+    if wants(Letter::A) {
         // No zstd_dict for (a): level 19 on 256 KiB records writes at about
         // 1.5 MB/s on this machine (minutes for 655 MB), and a dictionary
         // serves small records.
-        let mut table = dense_run::run(&DENSE_A, &[], quick, &mut report)?;
+        let mut table = store_table::run(Workload::Dense(DENSE_A), &[], quick, &mut report)?;
         table.note(
             "zstd_dict not built for (a): dictionaries serve small records, and level 19 on \
              256 KiB records would take minutes to write 655 MB here.",
         );
         show(&table);
     }
-    if options.wants('b') {
-        show(&dense_run::run(&DENSE_B, &TIERS, quick, &mut report)?);
+    if wants(Letter::B) {
+        show(&store_table::run(
+            Workload::Dense(DENSE_B),
+            &TIERS,
+            quick,
+            &mut report,
+        )?);
     }
-    if options.wants('c') {
-        show(&ragged_run::run(&TIERS, quick, &mut report)?);
+    if wants(Letter::C) {
+        show(&store_table::run(
+            Workload::Ragged,
+            &TIERS,
+            quick,
+            &mut report,
+        )?);
     }
-    if options.wants('d') {
+    if wants(Letter::D) {
         show(&sampler_table::run(quick, &mut report));
     }
     let mut loader_targets = Vec::new();
-    if options.wants('e') {
+    if wants(Letter::E) {
         let (table, targets) = loader_table::run(quick, &mut report)?;
         show(&table);
         loader_targets = targets;
@@ -74,7 +112,7 @@ fn run(options: &Options) -> Result<(), Failure> {
         start.elapsed().as_secs_f64(),
         report.machine.load_average_end
     );
-    if let Some(path) = &options.json {
+    if let Some(path) = &args.json {
         report.write_json(path)?;
         eprintln!("wrote {}", path.display());
     }
@@ -82,28 +120,38 @@ fn run(options: &Options) -> Result<(), Failure> {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some(CHILD_FLAG) {
-        return match loader_child::main(args.get(1).map_or("", String::as_str)) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("loader child: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    let options = match Options::parse(args) {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::FAILURE;
-        }
+    let args = Args::parse();
+    let result = match &args.loader_child {
+        Some(config) => loader_child::main(config),
+        None => run(&args),
     };
-    match run(&options) {
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_documented_flags() {
+        let args = Args::try_parse_from(["compare"]).unwrap();
+        assert!(!args.quick && args.json.is_none());
+        assert_eq!(args.only.len(), 5);
+        let args =
+            Args::try_parse_from(["compare", "--quick", "--only", "e,a", "--json", "x.json"]);
+        let args = args.unwrap();
+        assert!(args.quick && args.json == Some(PathBuf::from("x.json")));
+        assert_eq!(args.only, [Letter::E, Letter::A]);
+        for bad in [["--only", "f"], ["--only", "ab"], ["--fast", "x"]] {
+            assert!(Args::try_parse_from(["compare", bad[0], bad[1]]).is_err());
+        }
+        let args = Args::try_parse_from(["compare", "--loader-child", "{}"]).unwrap();
+        assert_eq!(args.loader_child.as_deref(), Some("{}"));
     }
 }

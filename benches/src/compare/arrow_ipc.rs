@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int32Type;
-use arrow_array::{ArrayRef, FixedSizeBinaryArray, ListArray, RecordBatch, UInt64Array};
+use arrow_array::{
+    Array as _, ArrayRef, FixedSizeBinaryArray, ListArray, RecordBatch, UInt64Array,
+};
 use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use arrow_ipc::convert::try_fb_to_schema;
 use arrow_ipc::reader::{FileDecoder, read_footer_length};
@@ -19,8 +21,8 @@ use arrow_ipc::root_as_footer;
 use arrow_ipc::writer::FileWriter;
 use arrow_schema::{ArrowError, DataType, Field};
 
-/// Errors of this module, as boxed errors.
-pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+use super::Result;
+use super::systems::{Cuts, Packed, System};
 
 /// A `Buffer` over `data` without a copy; `owner` keeps the bytes alive.
 fn borrow_buffer<T: std::panic::RefUnwindSafe + Send + Sync + 'static>(
@@ -114,63 +116,47 @@ pub fn open(path: &Path) -> Result<ArrayRef> {
     Ok(Arc::clone(batch.column(0)))
 }
 
-/// `take` of `indices` from a `FixedSizeBinary` column.
-///
-/// # Panics
-/// On an arrow error (benchmarks gather valid indices only).
-pub fn take_dense(column: &ArrayRef, indices: &[u64]) -> FixedSizeBinaryArray {
-    let taken = arrow_select::take::take(column, &UInt64Array::from(indices.to_vec()), None)
-        .unwrap_or_else(|e| panic!("arrow take: {e}"));
-    taken.as_fixed_size_binary().clone()
+/// A memory-mapped Arrow IPC file, gathered with arrow's `take` kernel
+/// (which allocates its output per batch, as arrow does).
+pub struct Arrow {
+    /// The column, zero-copy over the map.
+    pub column: ArrayRef,
+    out: Option<ArrayRef>,
 }
 
-/// `take` of `indices` from a `List<Int32>` column.
-///
-/// # Panics
-/// On an arrow error.
-pub fn take_ragged(column: &ArrayRef, indices: &[u64]) -> ListArray {
-    let taken = arrow_select::take::take(column, &UInt64Array::from(indices.to_vec()), None)
-        .unwrap_or_else(|e| panic!("arrow take: {e}"));
-    taken.as_list::<i32>().clone()
-}
-
-/// The token values and offsets of a `List<Int32>` array.
-pub fn list_parts(list: &ListArray) -> (&[i32], &[i32]) {
-    let values = list.values().as_primitive::<Int32Type>().values();
-    (&values[..], list.value_offsets())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use arrow_array::Array;
-
-    #[test]
-    fn dense_round_trip_through_a_map() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("d.arrow");
-        let data = Arc::new((0..=255u8).cycle().take(100 * 48).collect::<Vec<u8>>());
-        write(&path, Arc::new(dense_array(&data, 48).unwrap())).unwrap();
-        let column = open(&path).unwrap();
-        assert_eq!(column.len(), 100);
-        let taken = take_dense(&column, &[99, 0, 99]);
-        assert_eq!(taken.value(0), &data[99 * 48..100 * 48]);
-        assert_eq!(taken.value(1), &data[..48]);
-        assert_eq!(taken.value_data().len(), 3 * 48);
+impl Arrow {
+    /// The first column of the IPC file at `path` ([`open`]).
+    ///
+    /// # Errors
+    /// As [`open`].
+    pub fn open(path: &Path) -> Result<Arrow> {
+        let column = open(path)?;
+        Ok(Arrow { column, out: None })
     }
+}
 
-    #[test]
-    fn ragged_round_trip_through_a_map() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.arrow");
-        let tokens: Vec<i32> = (0..100).collect();
-        let offsets = [0usize, 10, 11, 50, 100];
-        write(&path, Arc::new(ragged_array(&tokens, &offsets).unwrap())).unwrap();
-        let column = open(&path).unwrap();
-        let taken = take_ragged(&column, &[3, 1]);
-        let (values, offs) = list_parts(&taken);
-        assert_eq!(offs, &[0, 50, 51]);
-        assert_eq!(values[..50], tokens[50..100]);
-        assert_eq!(values[50], 10);
+impl System for Arrow {
+    /// # Panics
+    /// On an arrow error, or a column that is neither `FixedSizeBinary` nor
+    /// `List<Int32>`.
+    fn gather(&mut self, indices: &[u64]) -> Packed<'_> {
+        let indices = UInt64Array::from(indices.to_vec());
+        let taken = arrow_select::take::take(&self.column, &indices, None)
+            .unwrap_or_else(|e| panic!("arrow take: {e}"));
+        let taken = self.out.insert(taken);
+        match taken.data_type() {
+            DataType::FixedSizeBinary(width) => Packed {
+                bytes: taken.as_fixed_size_binary().value_data(),
+                cuts: Cuts::Width(*width as usize),
+            },
+            _ => {
+                let list = taken.as_list::<i32>();
+                let values = list.values().as_primitive::<Int32Type>().values();
+                Packed {
+                    bytes: bytemuck::cast_slice(&values[..]),
+                    cuts: Cuts::I32(list.value_offsets(), 4),
+                }
+            }
+        }
     }
 }

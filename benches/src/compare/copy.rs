@@ -1,21 +1,24 @@
 //! Record copies with zrecord's thread policy, so every uncompressed peer is
-//! gathered "with the same threads": on the calling thread below 1 MiB per
-//! batch, across rayon's pool in a few contiguous pieces per thread above.
+//! gathered "with the same threads": on the calling thread below
+//! [`PARALLEL_COPY_BYTES`] per batch, across rayon's pool in
+//! [`PIECES_PER_THREAD`] contiguous pieces per thread above (the constants
+//! are zrecord's own).
 
 use std::ops::Range;
 
 use rayon::prelude::*;
+use zrecord::gather_policy::{PARALLEL_COPY_BYTES, PIECES_PER_THREAD};
 
-use crate::systems::ZRECORD_PARALLEL_COPY_BYTES;
-
-/// Whether a batch of `bytes` in `records` records is copied in parallel.
+/// Whether a copy of `bytes` in `records` records fans out.
 pub fn parallel(bytes: usize, records: usize) -> bool {
-    records > 1 && bytes >= ZRECORD_PARALLEL_COPY_BYTES && rayon::current_num_threads() > 1
+    records > 1 && bytes >= PARALLEL_COPY_BYTES && rayon::current_num_threads() > 1
 }
 
 /// Items per parallel piece: a few pieces per thread, as zrecord splits.
 pub fn min_len(items: usize) -> usize {
-    items.div_ceil(rayon::current_num_threads() * 4).max(1)
+    items
+        .div_ceil(rayon::current_num_threads() * PIECES_PER_THREAD)
+        .max(1)
 }
 
 /// Copies fixed-width records `indices` of `src` end to end into `out`
@@ -76,7 +79,7 @@ pub fn gather_packed<T: Copy + Default + Send + Sync>(
 /// bandwidth with the gather's threads.
 pub fn memcpy(src: &[u8], out: &mut [u8]) {
     if parallel(out.len(), 2) {
-        let piece = out.len().div_ceil(rayon::current_num_threads() * 4).max(1);
+        let piece = min_len(out.len());
         out.par_chunks_mut(piece)
             .zip(src.par_chunks(piece))
             .for_each(|(d, s)| d.copy_from_slice(s));

@@ -1,5 +1,5 @@
-//! zstd frames in memory: every record compressed on its own exactly as a
-//! zrecord store compresses it (the limit a compressed gather is held to),
+//! zstd frames in memory: every record's frame read out of a zrecord store's
+//! files and decoded on all cores (the limit a compressed gather is held to),
 //! and records compressed in groups (a ratio reference only).
 
 use std::cell::RefCell;
@@ -8,8 +8,8 @@ use std::ops::Range;
 use std::path::Path;
 
 use rayon::prelude::*;
-use zrecord::{Codec, ZSTD_DICT_LEVEL, ZSTD_LEVEL};
-use zstd::zstd_safe::{self, CCtx, CDict, CParameter, DCtx, DDict};
+use zrecord::{Codec, ZSTD_LEVEL};
+use zstd::zstd_safe::{self, CCtx, CParameter, DCtx, DDict};
 
 use super::copy::min_len;
 
@@ -25,17 +25,6 @@ pub struct FrameSet {
     /// Where frame `i` starts; one entry past the last frame.
     starts: Vec<usize>,
     ddict: Option<DDict<'static>>,
-}
-
-/// Lays `frames` end to end.
-fn pack<'a>(frames: impl IntoIterator<Item = &'a [u8]>) -> (Vec<u8>, Vec<usize>) {
-    let mut bytes = Vec::new();
-    let mut starts = vec![0];
-    for frame in frames {
-        bytes.extend_from_slice(frame);
-        starts.push(bytes.len());
-    }
-    (bytes, starts)
 }
 
 fn cctx(level: i32) -> CCtx<'static> {
@@ -60,56 +49,6 @@ fn compress_one(cctx: &mut CCtx<'_>, src: &[u8]) -> Vec<u8> {
 }
 
 impl FrameSet {
-    /// Compresses records `0..n` (record `i`'s bytes from `record(i)`) on all
-    /// cores as zrecord's `codec` does: zstd level 3, or level 19 against the
-    /// dictionary; content size and checksum in every frame.
-    ///
-    /// # Panics
-    /// For `Codec::Raw` (nothing to compress).
-    pub fn compress<'a>(
-        n: usize,
-        record: impl Fn(usize) -> &'a [u8] + Sync,
-        codec: &Codec,
-    ) -> Self {
-        match codec {
-            Codec::Raw => panic!("raw records have no frames"),
-            Codec::Zstd => {
-                let frames: Vec<Vec<u8>> = (0..n)
-                    .into_par_iter()
-                    .map_init(|| cctx(ZSTD_LEVEL), |c, i| compress_one(c, record(i)))
-                    .collect();
-                let (bytes, starts) = pack(frames.iter().map(Vec::as_slice));
-                FrameSet {
-                    bytes,
-                    starts,
-                    ddict: None,
-                }
-            }
-            Codec::ZstdDict(dict) => {
-                let cdict = CDict::create(dict.as_bytes(), ZSTD_DICT_LEVEL);
-                let frames: Vec<Vec<u8>> = (0..n)
-                    .into_par_iter()
-                    .map_init(
-                        || {
-                            let mut c = cctx(ZSTD_DICT_LEVEL);
-                            c.ref_cdict(&cdict).expect("a valid dictionary");
-                            c
-                        },
-                        |c, i| compress_one(c, record(i)),
-                    )
-                    .collect();
-                let (bytes, starts) = pack(frames.iter().map(Vec::as_slice));
-                FrameSet {
-                    bytes,
-                    starts,
-                    ddict: Some(
-                        DDict::try_create(dict.as_bytes()).expect("zstd loads the dictionary"),
-                    ),
-                }
-            }
-        }
-    }
-
     /// The frames a zrecord store holds, read from its files (FORMAT.md,
     /// version 1: `meta.zr`, the `{n}.loc` record table and the `{n}.chunk`
     /// files): part `part` of each of the store's logical records, a logical
@@ -140,7 +79,8 @@ impl FrameSet {
                 unsafe { memmap2::Mmap::map(&file) }
             })
             .collect::<io::Result<Vec<_>>>()?;
-        let mut frames: Vec<&[u8]> = Vec::with_capacity((length / group) as usize);
+        // The frames end to end, as a chunk holds them.
+        let (mut bytes, mut starts) = (Vec::new(), vec![0]);
         for phys in (part..length).step_by(group as usize) {
             let seg = (phys / per_segment) as usize;
             while segments.len() <= seg {
@@ -159,9 +99,9 @@ impl FrameSet {
                 .get(chunk)
                 .and_then(|c| c.get(offset..offset + phys_len))
                 .ok_or_else(|| bad(format!("record {phys} lies past its chunk's end")))?;
-            frames.push(frame);
+            bytes.extend_from_slice(frame);
+            starts.push(bytes.len());
         }
-        let (bytes, starts) = pack(frames);
         let ddict = match codec {
             Codec::ZstdDict(dict) => Some(
                 DDict::try_create(dict.as_bytes())
@@ -218,13 +158,13 @@ impl FrameSet {
     }
 
     /// Decodes variable-size records `indices` (record `i` is `len(i)`
-    /// elements of `T`) end to end into `out`, on all cores; `offsets` gets
-    /// where each record starts (in elements, `len + 1` entries from 0).
-    pub fn gather_packed<T: bytemuck::Pod + Send>(
+    /// bytes) end to end into `out`, on all cores; `offsets` gets where each
+    /// record starts (`len + 1` entries from 0).
+    pub fn gather_packed(
         &self,
         indices: &[u64],
         len: impl Fn(u64) -> usize,
-        out: &mut Vec<T>,
+        out: &mut Vec<u8>,
         offsets: &mut Vec<usize>,
     ) {
         offsets.clear();
@@ -234,8 +174,8 @@ impl FrameSet {
             total += len(i);
             offsets.push(total);
         }
-        out.resize(total, T::zeroed());
-        let mut jobs: Vec<(&mut [T], u64)> = Vec::with_capacity(indices.len());
+        out.resize(total, 0);
+        let mut jobs: Vec<(&mut [u8], u64)> = Vec::with_capacity(indices.len());
         let mut rest = &mut out[..];
         for (k, &i) in indices.iter().enumerate() {
             let (dst, tail) = rest.split_at_mut(offsets[k + 1] - offsets[k]);
@@ -244,7 +184,7 @@ impl FrameSet {
         }
         jobs.par_iter_mut()
             .with_min_len(min_len(indices.len()))
-            .for_each(|(dst, i)| self.decode(*i, bytemuck::cast_slice_mut(dst)));
+            .for_each(|(dst, i)| self.decode(*i, dst));
     }
 }
 
@@ -288,29 +228,6 @@ mod tests {
     }
 
     #[test]
-    fn frames_round_trip_with_and_without_a_dictionary() {
-        let recs = records();
-        let refs: Vec<&[u8]> = recs.iter().map(Vec::as_slice).collect();
-        let dict = train_dict(&refs, DictTier::Fast).unwrap();
-        for codec in [Codec::Zstd, Codec::ZstdDict(dict)] {
-            let set = FrameSet::compress(recs.len(), |i| &recs[i], &codec);
-            assert_eq!(set.len(), recs.len());
-            let indices = [7u64, 1999, 7, 0];
-            let (mut out, mut offsets) = (Vec::new(), Vec::new());
-            set.gather_packed::<u8>(&indices, |i| recs[i as usize].len(), &mut out, &mut offsets);
-            for (k, &i) in indices.iter().enumerate() {
-                assert_eq!(out[offsets[k]..offsets[k + 1]], recs[i as usize][..]);
-            }
-            assert!(set.compressed_bytes() > 0);
-        }
-        let fixed: Vec<u8> = (0..100u32).flat_map(|i| [i as u8; 64]).collect();
-        let set = FrameSet::compress(100, |i| &fixed[i * 64..(i + 1) * 64], &Codec::Zstd);
-        let mut out = vec![0u8; 3 * 64];
-        set.gather_fixed(&[9, 2, 9], &mut out);
-        assert!(out[..64].iter().all(|&b| b == 9) && out[64..128].iter().all(|&b| b == 2));
-    }
-
-    #[test]
     fn frames_read_from_a_store_match_its_records() {
         let dir = tempfile::tempdir().unwrap();
         let recs = records();
@@ -323,7 +240,7 @@ mod tests {
             let set = FrameSet::from_store(&path, &codec, 2, 0).unwrap();
             assert_eq!(set.len(), recs.len());
             let (mut out, mut offsets) = (Vec::new(), Vec::new());
-            set.gather_packed::<u8>(
+            set.gather_packed(
                 &[1999, 3],
                 |i| recs[i as usize].len(),
                 &mut out,

@@ -7,10 +7,8 @@ use std::path::Path;
 
 use hdf5_metno as hdf5;
 
-use super::dense::{DenseOut, DenseSystem};
-
-/// Errors of this module, as boxed errors.
-pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
+use super::Result;
+use super::systems::{Cuts, Packed, System};
 
 /// An HDF5 file holding the records as dataset `records`.
 pub struct Dense {
@@ -18,6 +16,7 @@ pub struct Dense {
     dataset: hdf5::Dataset,
     width: usize,
     ndim: usize,
+    out: Vec<u8>,
 }
 
 impl Dense {
@@ -44,6 +43,7 @@ impl Dense {
             dataset,
             width: shape[1..].iter().product(),
             ndim: shape.len(),
+            out: Vec::new(),
         })
     }
 
@@ -56,15 +56,11 @@ impl Dense {
     }
 }
 
-impl DenseSystem for Dense {
-    fn name(&self) -> &str {
-        "HDF5 (hdf5-metno)"
-    }
-
-    fn gather<'o>(&self, indices: &[u64], out: &'o mut DenseOut) -> &'o [u8] {
+impl System for Dense {
+    fn gather(&mut self, indices: &[u64]) -> Packed<'_> {
         let width = self.width;
-        let buf = out.buffer(indices.len() * width);
-        for (dst, &i) in buf.chunks_mut(width).zip(indices) {
+        self.out.resize(indices.len() * width, 0);
+        for (dst, &i) in self.out.chunks_mut(width).zip(indices) {
             let i = i as usize;
             let mut slab: Vec<hdf5::SliceOrIndex> = vec![(i..i + 1).into()];
             slab.extend((1..self.ndim).map(|_| hdf5::SliceOrIndex::from(..)));
@@ -74,21 +70,9 @@ impl DenseSystem for Dense {
                 .unwrap_or_else(|e| panic!("hdf5 read: {e}"));
             dst.copy_from_slice(record.as_slice().unwrap_or(&[]));
         }
-        buf
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::compare::dense::check_batch;
-
-    #[test]
-    fn round_trips() {
-        let dir = tempfile::tempdir().unwrap();
-        let data: Vec<u8> = (0..50 * 12).map(|i| (i % 251) as u8).collect();
-        let h5 = Dense::write(&dir.path().join("x.h5"), &data, &[50, 3, 4]).unwrap();
-        check_batch(&h5, &data, 12, &[49, 0, 7, 7]).unwrap();
-        assert!(h5.describe().contains("libhdf5"));
+        Packed {
+            bytes: &self.out,
+            cuts: Cuts::Width(width),
+        }
     }
 }

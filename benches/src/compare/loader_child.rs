@@ -3,7 +3,6 @@
 //! the generator's hundreds of MiB. The child opens the stores from disk,
 //! runs, and prints one [`ChildResult`] line on stdout.
 
-use std::error::Error;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -91,7 +90,7 @@ fn check_labels(labels: &[i64], indices: &[u64]) -> Result<(), String> {
 ///
 /// # Errors
 /// zrecord and loader errors, or a batch that is not what the sampler chose.
-pub fn run(config: &ChildConfig) -> Result<ChildResult, Box<dyn Error + Send + Sync>> {
+pub fn run(config: &ChildConfig) -> super::Result<ChildResult> {
     let images = DenseStore::<u8>::open(&config.images)?;
     let labels = DenseStore::<i64>::open(&config.labels)?;
     let rss_open_kib = rss::status().vm_rss;
@@ -116,7 +115,7 @@ fn bare_loop(
     images: &DenseStore<u8>,
     labels: &DenseStore<i64>,
     sleep: Duration,
-) -> Result<ChildResult, Box<dyn Error + Send + Sync>> {
+) -> super::Result<ChildResult> {
     let sampler = Sampler::builder(images.len(), BATCH)
         .seed(SEED)
         .mode(Mode::Cyclic)
@@ -158,7 +157,7 @@ fn loader(
     labels: DenseStore<i64>,
     workers: usize,
     sleep: Duration,
-) -> Result<ChildResult, Box<dyn Error + Send + Sync>> {
+) -> super::Result<ChildResult> {
     // A direct gather of the first batches, to check the loader's against.
     let sampler = Sampler::builder(images.len(), BATCH)
         .seed(SEED)
@@ -226,7 +225,7 @@ fn loader(
 ///
 /// # Errors
 /// A bad config, or any error of [`run`].
-pub fn main(config_json: &str) -> Result<(), Box<dyn Error + Send + Sync>> {
+pub fn main(config_json: &str) -> super::Result<()> {
     let config: ChildConfig = serde_json::from_str(config_json)?;
     let result = run(&config)?;
     println!("{RESULT_PREFIX}{}", serde_json::to_string(&result)?);

@@ -194,7 +194,7 @@ pub fn run(quick: bool, report: &mut Report) -> Table {
     }
     table.note(format!(
         "{} interleaved rounds per group; median over rounds; × baseline is the median of per-round ratios. \
-         Targets from the sampler issue: iid ≥ 1 G indices/s, cyclic ≥ 0.2 G indices/s.",
+         Targets: iid ≥ 1 G indices/s, cyclic ≥ 0.2 G indices/s.",
         iid_results[0].0.len()
     ));
     table

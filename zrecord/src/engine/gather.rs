@@ -16,9 +16,11 @@ use crate::{Error, Result};
 
 /// A raw gather smaller than this stays on the calling thread: copying
 /// 1 MiB takes about as long as waking another core.
-const PARALLEL_COPY_BYTES: usize = 1 << 20;
+pub const PARALLEL_COPY_BYTES: usize = 1 << 20;
 /// A compressed gather smaller than this (logical bytes) stays on the calling thread.
 const PARALLEL_DECODE_BYTES: usize = 64 << 10;
+/// A parallel gather cuts its records into this many contiguous pieces per thread.
+pub const PIECES_PER_THREAD: usize = 4;
 
 /// The committed store as one reader sees it: records appended after the
 /// snapshot was taken are not part of it.
@@ -337,5 +339,7 @@ impl Snapshot<'_> {
 /// Records per parallel piece: contiguous runs, a few per thread so a slow
 /// piece does not hold up the batch.
 fn min_len(records: usize) -> usize {
-    records.div_ceil(rayon::current_num_threads() * 4).max(1)
+    records
+        .div_ceil(rayon::current_num_threads() * PIECES_PER_THREAD)
+        .max(1)
 }

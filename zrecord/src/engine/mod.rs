@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
 pub(crate) use gather::Snapshot;
+pub use gather::{PARALLEL_COPY_BYTES, PIECES_PER_THREAD};
 pub use maintenance::CompactProgress;
 pub use open::{DiscardedJournal, RepairReport};
 pub use verify::VerifyReport;

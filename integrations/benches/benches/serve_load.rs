@@ -3,10 +3,10 @@
 //! server with dynamic batching on and off.
 //!
 //! ```text
-//! cargo run --release -p zrecord-benches --bin serve_load -- [--quick] [--requests N] [--rounds R] [--ids K]
+//! cargo bench -p zrecord-integration-benches --bench serve_load -- [--quick] [--requests N] [--rounds R] [--ids K]
 //! ```
 //!
-//! **Conversion.** Workload (b) of BENCH-DATA.md (MNIST-like `u8[28][28]`)
+//! **Conversion.** Workload (b) of `benches/DATA.md` (MNIST-like `u8[28][28]`)
 //! and (c) (ragged `i32` tokens), prefixes, batch 256 from plan (b)/(c):
 //! per batch it times a gather into a reused buffer (what the loader does),
 //! a gather into a fresh buffer (what the loader does after a converter
@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use candle_core::{D, DType as CDType, Device, Tensor};
 use candle_nn::{Module, VarBuilder, VarMap};
 use zrecord::{Codec, DType, DenseStore, DynDenseStore, DynRaggedBatch, DynVec, RaggedStore};
+use zrecord_benches::compare::measure::median;
 use zrecord_benches::plans::{BATCH, plan};
 use zrecord_benches::workloads::{DENSE_B, RaggedTokens};
 use zrecord_candle::http::{HttpConfig, HttpServer};
@@ -40,48 +41,40 @@ use zrecord_loader::Loader;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
+/// zrecord-candle measured: batch → tensor conversion, and HTTP serving
+/// with dynamic batching on and off.
+#[derive(clap::Parser)]
 struct Options {
+    /// 4,000 records, 20 batches, 300 requests, one round: a smoke test.
+    #[arg(long, alias = "test")]
     quick: bool,
-    requests: usize,
-    rounds: usize,
-    ids: usize,
+    /// Passed by `cargo bench`.
+    #[arg(long = "bench", hide = true)]
+    _bench: bool,
+    /// Requests per serving run [default: 2000, quick 300].
+    #[arg(long)]
+    requests: Option<usize>,
+    /// Interleaved rounds of every serving configuration [default: 3, quick 1].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    rounds: Option<u16>,
+    /// Record ids per request.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
+    ids: u16,
 }
 
-fn options() -> Result<Options, String> {
-    let mut o = Options {
-        quick: false,
-        requests: 2000,
-        rounds: 3,
-        ids: 4,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut num = |name: &str| -> Result<usize, String> {
-            args.next()
-                .and_then(|v| v.parse().ok())
-                .ok_or(format!("{name} needs a number"))
-        };
-        match arg.as_str() {
-            "--quick" => {
-                o.quick = true;
-                o.requests = 300;
-                o.rounds = 1;
-            }
-            "--requests" => o.requests = num("--requests")?,
-            "--rounds" => o.rounds = num("--rounds")?.max(1),
-            "--ids" => o.ids = num("--ids")?.max(1),
-            _ => {
-                return Err(format!(
-                    "unexpected argument {arg:?}\nusage: serve_load [--quick] [--requests N] [--rounds R] [--ids K]"
-                ));
-            }
-        }
+impl Options {
+    fn requests(&self) -> usize {
+        self.requests.unwrap_or(if self.quick { 300 } else { 2000 })
     }
-    Ok(o)
+
+    fn rounds(&self) -> usize {
+        self.rounds
+            .map_or(if self.quick { 1 } else { 3 }, usize::from)
+    }
 }
 
 fn main() -> Result<(), BoxError> {
-    let options = options()?;
+    let options = <Options as clap::Parser>::parse();
     let dir = tempfile::tempdir()?;
     let records = if options.quick { 4_000 } else { 20_000 };
     println!(
@@ -91,11 +84,6 @@ fn main() -> Result<(), BoxError> {
     conversion(dir.path(), records, if options.quick { 20 } else { 200 })?;
     serving(dir.path(), records, &options)?;
     Ok(())
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
 fn micros(d: Duration) -> f64 {
@@ -127,7 +115,7 @@ fn dense_row(label: &str, store: &DynDenseStore, batches: &[Vec<u64>]) -> Result
         convert.push(micros(t.elapsed()));
         std::hint::black_box(&tensor);
     }
-    let (reuse, fresh, convert) = (median(reuse), median(fresh), median(convert));
+    let (reuse, fresh, convert) = (median(&reuse), median(&fresh), median(&convert));
     println!(
         "| {label} | {reuse:.1} | {fresh:.1} | {convert:.2} | {:.2} % | {:+.1} % |",
         100.0 * convert / reuse,
@@ -183,7 +171,7 @@ fn conversion(dir: &std::path::Path, records: usize, nb: usize) -> Result<(), Bo
         pad.push(micros(t.elapsed()));
         std::hint::black_box(&padded);
     }
-    let (gather, pad) = (median(gather), median(pad));
+    let (gather, pad) = (median(&gather), median(&pad));
     println!(
         "| (c) i32 tokens zstd, padded + mask | {gather:.1} | — | {pad:.1} | {:.1} % | — |",
         100.0 * pad / gather
@@ -337,7 +325,7 @@ fn serving(dir: &std::path::Path, records: usize, o: &Options) -> Result<(), Box
     let store = DenseStore::<u8>::create(dir.join("serve"), &DENSE_B.shape, Codec::Zstd)?;
     store.append(&DENSE_B.generate(records))?;
     let store = Arc::new(store.into_dyn());
-    let ids = plan(11, o.requests, o.ids, records as u64);
+    let ids = plan(11, o.requests(), usize::from(o.ids), records as u64);
     let requests: Vec<String> = ids
         .iter()
         .map(|ids| format!("{{\"ids\": {ids:?}}}"))
@@ -363,7 +351,7 @@ fn serving(dir: &std::path::Path, records: usize, o: &Options) -> Result<(), Box
     let concurrency = [1usize, 16, 64];
     // results[mode][c] = per-round tuples
     let mut results = vec![vec![Vec::new(); concurrency.len()]; modes.len()];
-    for _round in 0..o.rounds {
+    for _round in 0..o.rounds() {
         for (c, &clients) in concurrency.iter().enumerate() {
             for (m, (_, config)) in modes.iter().enumerate() {
                 results[m][c].push(run(&store, config.clone(), clients, &requests)?);
@@ -372,7 +360,9 @@ fn serving(dir: &std::path::Path, records: usize, o: &Options) -> Result<(), Box
     }
     println!(
         "\n## serving: {} requests of {} ids per run, median of {} rounds\n",
-        o.requests, o.ids, o.rounds
+        o.requests(),
+        o.ids,
+        o.rounds()
     );
     println!("| batching | clients | requests/s | p50 ms | p99 ms | mean batch (records) |");
     println!("| --- | --: | --: | --: | --: | --: |");
@@ -380,7 +370,9 @@ fn serving(dir: &std::path::Path, records: usize, o: &Options) -> Result<(), Box
     for (m, (label, _)) in modes.iter().enumerate() {
         for (c, &clients) in concurrency.iter().enumerate() {
             let runs = &results[m][c];
-            let pick = |f: fn(&(f64, f64, f64, f64)) -> f64| median(runs.iter().map(f).collect());
+            let pick = |f: fn(&(f64, f64, f64, f64)) -> f64| {
+                median(&runs.iter().map(f).collect::<Vec<_>>())
+            };
             throughput[m][c] = pick(|r| r.0);
             println!(
                 "| {label} | {clients} | {:.0} | {:.2} | {:.2} | {:.1} |",

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use zrecord::DenseStore;
 use zrecord_candle::http::{HttpConfig, HttpServer};
 use zrecord_candle::{BatchConfig, Batcher, StorePredictor};
-use zrecord_examples::candle_mnist::{self, Mlp, StorePaths, TrainConfig, WEIGHTS};
+use zrecord_candle_examples::candle_mnist::{self, Mlp, StorePaths, TrainConfig, WEIGHTS};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -209,7 +209,7 @@ fn a_missing_or_damaged_weights_file_is_an_error() {
 
 #[test]
 fn mnist_test_split_trains_and_serves() {
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/mnist");
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/mnist");
     if !data.is_dir() {
         println!("skipped: {} is absent", data.display());
         return;

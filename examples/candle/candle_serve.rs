@@ -25,7 +25,7 @@ use candle_core::{Device, Tensor};
 use zrecord::DenseStore;
 use zrecord_candle::http::{HttpConfig, HttpServer};
 use zrecord_candle::{BatchConfig, Batcher, StorePredictor};
-use zrecord_examples::candle_mnist::{self, Mlp, StorePaths, TrainConfig, WEIGHTS};
+use zrecord_candle_examples::candle_mnist::{self, Mlp, StorePaths, TrainConfig, WEIGHTS};
 
 const USAGE: &str = "usage:
   candle_serve train MNIST_DIR [--out DIR] [--epochs N] [--batch B] [--hidden H] [--seed S]

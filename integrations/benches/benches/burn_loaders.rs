@@ -1,8 +1,8 @@
 //! zrecord-burn against Burn's own data loading, on MNIST.
 //!
 //! ```text
-//! cargo run --release -p zrecord-benches --bin burn_loaders -- [MNIST_DIR] [--quick] [--rounds R] [--batches N]
-//! cargo run --release -p zrecord-benches --features burn-sqlite --bin burn_loaders   # + SqliteDataset rows
+//! cargo bench -p zrecord-integration-benches --bench burn_loaders -- MNIST_DIR [--quick] [--rounds R] [--batches N]
+//! cargo bench -p zrecord-integration-benches --features burn-sqlite --bench burn_loaders -- MNIST_DIR   # + SqliteDataset rows
 //! ```
 //!
 //! Every system serves the 60,000 MNIST training images and labels at batch
@@ -51,6 +51,8 @@ use burn::data::dataloader::{DataLoader, DataLoaderBuilder};
 use burn::data::dataset::InMemDataset;
 use burn::tensor::{DType, Device, Int, Tensor, TensorData};
 use zrecord::{Codec, DenseStore};
+use zrecord_benches::compare::machine;
+use zrecord_benches::compare::measure::median;
 use zrecord_burn::{Batch, StoreDataLoader, StoreDataset, Stream, dense_tensor};
 use zrecord_examples::idx::{self, IdxU8};
 
@@ -65,57 +67,56 @@ const COLS: usize = 28;
 const PIXELS: usize = ROWS * COLS;
 const SEED: u64 = 2024;
 
+/// zrecord-burn against Burn's own data loading, on MNIST's training split.
+#[derive(clap::Parser)]
 struct Options {
-    data: PathBuf,
+    /// The folder with MNIST's IDX files (`train-images-idx3-ubyte[.gz]`,
+    /// `train-labels-idx1-ubyte[.gz]`); without it, nothing runs.
+    data: Option<PathBuf>,
+    /// Check three batches per system and time 2 rounds of 40 batches: a smoke test.
+    #[arg(long, alias = "test")]
     quick: bool,
+    /// Passed by `cargo bench`.
+    #[arg(long = "bench", hide = true)]
+    _bench: bool,
+    /// Interleaved timing rounds [default: 15, quick 2].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    rounds: Option<u16>,
+    /// Batches timed per round and system [default: 200, quick 40].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    batches: Option<u16>,
+}
+
+/// The run's shape: rounds, warm-up and timed batches.
+struct Plan {
     rounds: usize,
     warmup: usize,
     batches: usize,
 }
 
-fn options() -> Result<Options, String> {
-    let usage = "usage: burn_loaders [MNIST_DIR] [--quick] [--rounds R] [--batches N]";
-    let mut o = Options {
-        data: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/mnist"),
-        quick: false,
-        rounds: 15,
-        warmup: 10,
-        batches: 200,
-    };
-    let (mut rounds, mut batches) = (None, None);
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut num = |name: &str| -> Result<usize, String> {
-            args.next()
-                .and_then(|v| v.parse().ok())
-                .ok_or(format!("{name} needs a number\n{usage}"))
+impl Options {
+    fn plan(&self) -> Result<Plan, String> {
+        let (rounds, warmup, batches) = if self.quick {
+            (2, 5, 40)
+        } else {
+            (15, 10, 200)
         };
-        match arg.as_str() {
-            "--quick" => o.quick = true,
-            "--rounds" => rounds = Some(num("--rounds")?.max(1)),
-            "--batches" => batches = Some(num("--batches")?.max(1)),
-            "-h" | "--help" => return Err(usage.into()),
-            _ if !arg.starts_with('-') => o.data = PathBuf::from(arg),
-            _ => return Err(format!("unexpected argument {arg:?}\n{usage}")),
+        let plan = Plan {
+            rounds: self.rounds.map_or(rounds, usize::from),
+            warmup,
+            batches: self.batches.map_or(batches, usize::from),
+        };
+        // One epoch is 234 full batches; warm-up and timed batches stay in one.
+        let epoch = 60_000 / BATCH;
+        if plan.warmup + plan.batches > epoch {
+            return Err(format!(
+                "--batches at most {} (one epoch, after {} warm-up batches)",
+                epoch - plan.warmup,
+                plan.warmup
+            ));
         }
+        Ok(plan)
     }
-    if o.quick {
-        o.rounds = 2;
-        o.warmup = 5;
-        o.batches = 40;
-    }
-    o.rounds = rounds.unwrap_or(o.rounds);
-    o.batches = batches.unwrap_or(o.batches);
-    // One epoch is 234 full batches; warm-up and timed batches stay in one.
-    let epoch = 60_000 / BATCH;
-    if o.warmup + o.batches > epoch {
-        return Err(format!(
-            "--batches at most {} (one epoch, after {} warm-up batches)",
-            epoch - o.warmup,
-            o.warmup
-        ));
-    }
-    Ok(o)
 }
 
 // ---------------------------------------------------------------- MNIST
@@ -458,40 +459,25 @@ fn time(loader: &Loader, warmup: usize, batches: usize) -> Result<f64, BoxError>
     Ok(batches as f64 / start.elapsed().as_secs_f64())
 }
 
-fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|s| {
-            let f: Vec<&str> = s.split_whitespace().take(3).collect();
-            (f.len() == 3).then(|| f.join(" "))
-        })
-        .unwrap_or_else(|| "unknown".into())
+    machine::load_average().unwrap_or_else(|| "unknown".into())
 }
 
 fn main() -> Result<(), BoxError> {
-    let options = match options() {
-        Ok(o) => o,
-        Err(message) => {
-            eprintln!("{message}");
-            std::process::exit(2);
-        }
+    let options = <Options as clap::Parser>::parse();
+    let plan = options.plan()?;
+    let Some(data) = &options.data else {
+        println!(
+            "burn_loaders: skipped, pass the folder with MNIST's IDX files (see the README's \"Burn\")."
+        );
+        return Ok(());
     };
-    let mnist = match load_mnist(&options.data)? {
+    let mnist = match load_mnist(data)? {
         Ok(mnist) => mnist,
         Err(why) => {
             println!(
                 "burn_loaders: skipped, no MNIST: {why}.\n\
-                 Pass the folder with the IDX files (see shared/data/README.md or the README's \"Burn\")."
+                 Pass the folder with the IDX files (where to get them: the README's \"Burn\")."
             );
             return Ok(());
         }
@@ -502,9 +488,9 @@ fn main() -> Result<(), BoxError> {
         "# Burn data loaders on MNIST train ({} images), batch {BATCH}, Burn flex backend\n\n\
          {cores} cores; load average at start {load_start}; {} rounds × ({} warm-up + {} timed batches)",
         mnist.len(),
-        options.rounds,
-        options.warmup,
-        options.batches
+        plan.rounds,
+        plan.warmup,
+        plan.batches
     );
 
     let device = Device::flex();
@@ -666,13 +652,13 @@ fn main() -> Result<(), BoxError> {
 
     // ---- time
     let n = systems.len();
-    for round in 0..options.rounds {
+    for round in 0..plan.rounds {
         for k in 0..n {
             let system = &mut systems[(k + round) % n];
-            let rate = time(&system.loader, options.warmup, options.batches)?;
+            let rate = time(&system.loader, plan.warmup, plan.batches)?;
             system.rates.push(rate);
         }
-        eprintln!("round {}/{} done", round + 1, options.rounds);
+        eprintln!("round {}/{} done", round + 1, plan.rounds);
     }
 
     let fastest = |pred: &dyn Fn(&System) -> bool| {

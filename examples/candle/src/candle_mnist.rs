@@ -16,7 +16,7 @@ use zrecord::{Codec, DenseStore, DynVec};
 use zrecord_candle::dense_tensor;
 use zrecord_loader::Loader;
 
-use crate::idx;
+use zrecord_examples::idx;
 
 /// Errors of the example helpers.
 pub type BoxError = Box<dyn Error + Send + Sync>;
