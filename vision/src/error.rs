@@ -32,6 +32,18 @@ pub enum Error {
         /// The limit.
         max: u64,
     },
+    /// A file or folder could not be read.
+    #[error("cannot read {}", path.display())]
+    Io {
+        /// The file or folder.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An image folder or list that does not describe a data set.
+    #[error("{0}")]
+    Layout(String),
     /// A transform setting out of range (a zero size, an empty scale range, …).
     #[error("invalid transform: {0}")]
     InvalidArgument(String),

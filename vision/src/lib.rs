@@ -26,6 +26,9 @@
 //! # Ok::<(), zrecord_vision::Error>(())
 //! ```
 //!
+//! [`ImageFolder`] lists a data set's images and classes: torchvision's
+//! ImageFolder layout (`root/<class>/**/<image>`) or a `path,label` list.
+//!
 //! # Decoding
 //!
 //! [`decode`] reads JPEG (zune-jpeg: baseline and progressive, any
@@ -44,10 +47,12 @@
 
 mod decode;
 mod error;
+mod folder;
 mod rng;
 pub mod testing;
 mod transform;
 
 pub use decode::{Format, MAX_PIXELS, RgbImage, decode};
 pub use error::{Error, Result};
+pub use folder::{IMAGE_EXTENSIONS, ImageFolder, LabelledImage};
 pub use transform::{BatchKey, Crop, IMAGENET_MEAN, IMAGENET_STD, OnCorrupt, Transform};

@@ -20,6 +20,12 @@ pub enum Error {
     #[error(transparent)]
     Loader(#[from] zrecord_loader::Error),
 
+    /// An image failed to decode or transform (feature `vision`): the error
+    /// names its step, position and record.
+    #[cfg(feature = "vision")]
+    #[error(transparent)]
+    Image(#[from] zrecord_vision::Error),
+
     /// A dataset or data loader needs at least one stream.
     #[error("at least one stream is needed")]
     NoStreams,

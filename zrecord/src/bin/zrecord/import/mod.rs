@@ -2,6 +2,7 @@
 
 mod files;
 mod idx;
+mod images;
 mod lines;
 mod npy;
 mod safetensors;
@@ -61,6 +62,9 @@ pub(crate) enum Import {
         #[command(flatten)]
         target: Target,
     },
+    /// An image folder (one subfolder per class) or a path,label list: encoded
+    /// images (or decoded with --resize), labels and class names in a new folder.
+    Images(images::Args),
 }
 
 pub(crate) fn run(import: Import, quiet: bool) -> Result<()> {
@@ -85,6 +89,9 @@ pub(crate) fn run(import: Import, quiet: bool) -> Result<()> {
             target,
         } => lines::run(&file, skip_empty, &target, quiet)
             .with_context(|| file.display().to_string()),
+        Import::Images(args) => {
+            images::run(&args, quiet).with_context(|| args.dir.display().to_string())
+        }
     }
 }
 
