@@ -30,7 +30,7 @@ use zrecord::{Codec, DynRaggedStore, RaggedStore};
 use zrecord_loader::Loader;
 use zrecord_vision::{BatchKey, IMAGENET_MEAN, IMAGENET_STD, RgbImage, Transform, decode};
 
-type BoxError = Box<dyn std::error::Error>;
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 const BATCH: usize = 256;
 const SEED: u64 = 90;
@@ -184,7 +184,6 @@ fn loader(
         .workers(workers)
         .prefetch(workers + 1)
         .transform(move |batch| -> Result<Output, BoxError> {
-            let batch = batch?;
             let view = batch.ragged::<u8>("image")?;
             let images = (0..view.len()).map(|k| {
                 let range = view.layout().range(k).unwrap_or_default();
