@@ -5,9 +5,13 @@
 //! * [`digits`] — the scikit-learn digits set shipped in `examples/data/`.
 //! * [`idx`] — MNIST's IDX files, gzipped or plain.
 //! * [`classifier`] — a small Burn classifier the training examples share.
+//! * [`cnn`] and [`image_folder`] — a small CNN and image folders (Fashion-MNIST
+//!   as PNG files) for the `burn_images` example.
 //! * [`report`] — a quiet renderer for Burn's `Learner`: one line per epoch.
 
 pub mod classifier;
+pub mod cnn;
 pub mod digits;
 pub mod idx;
+pub mod image_folder;
 pub mod report;

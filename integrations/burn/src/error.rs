@@ -22,6 +22,12 @@ pub enum Error {
     #[error(transparent)]
     Loader(#[from] zrecord_loader::Error),
 
+    /// An image failed to decode or transform (feature `vision`): the error
+    /// names its step, position and record.
+    #[cfg(feature = "vision")]
+    #[error(transparent)]
+    Image(#[from] zrecord_vision::Error),
+
     /// A tensor of rank `expected` was asked for data of another rank.
     #[error("stream {stream:?}: a rank-{expected} tensor cannot hold data shaped {shape:?}")]
     Rank {

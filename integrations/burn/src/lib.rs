@@ -22,6 +22,11 @@
 //!   the kind (say `f32` for float tensors) nothing is converted either.
 //! * [`ragged_padded`] — a ragged stream as a padded tensor, each record's
 //!   length, and a mask of the real elements ([`Padded`]).
+//! * `image_tensor` (feature `vision`) — encoded JPEG/PNG images of a ragged
+//!   `u8` stream, decoded, cropped, flipped and normalised on the worker
+//!   threads into a `(B, 3, H, W)` tensor with the transforms of
+//!   [`zrecord-vision`](https://docs.rs/zrecord-vision), re-exported as
+//!   `zrecord_burn::vision`.
 //!
 //! # Example
 //!
@@ -79,6 +84,8 @@ mod convert;
 mod dataloader;
 mod dataset;
 mod error;
+#[cfg(feature = "vision")]
+mod images;
 
 pub use convert::{
     Padded, dense_tensor, dtype_fits, ragged_padded, target_dtype, tensor_data, tensor_from_data,
@@ -86,4 +93,9 @@ pub use convert::{
 pub use dataloader::{EpochMode, StoreDataLoader, StoreDataLoaderBuilder};
 pub use dataset::{Record, StoreDataset, StoreDatasetBuilder};
 pub use error::{Error, Result};
+#[cfg(feature = "vision")]
+pub use images::image_tensor;
 pub use zrecord_loader::{Batch, CounterSnapshot, Mode, Stream};
+/// Image transforms for the converter: decode, crop, flip, normalise (feature `vision`).
+#[cfg(feature = "vision")]
+pub use zrecord_vision as vision;

@@ -17,6 +17,11 @@ pub enum Error {
     #[error(transparent)]
     Loader(#[from] zrecord_loader::Error),
 
+    /// An image failed to decode or transform (feature `vision`).
+    #[cfg(feature = "vision")]
+    #[error(transparent)]
+    Image(#[from] zrecord_vision::Error),
+
     /// candle failed: a tensor operation, a device transfer, or the model.
     #[error(transparent)]
     Candle(#[from] candle_core::Error),

@@ -56,6 +56,11 @@
 //!
 //! # Features
 //!
+//! * `vision` — encoded JPEG/PNG images into tensors: `image_tensor` for
+//!   loader batches and `ImagePredictor`, which serves an image classifier
+//!   from a store of encoded files (decode + resize + normalise per request
+//!   in the batcher), with the transforms of `zrecord-vision` (re-exported as
+//!   `zrecord_candle::vision`).
 //! * `http` — the `http` module: a small synchronous HTTP server
 //!   (`tiny_http`, `serde_json`) over a [`Batcher`].
 //! * `cuda` — builds candle with CUDA (`candle-core/cuda`; needs the CUDA
@@ -123,6 +128,8 @@
 
 mod convert;
 mod error;
+#[cfg(feature = "vision")]
+mod images;
 mod padded;
 mod serve;
 
@@ -132,6 +139,11 @@ pub mod http;
 pub use candle_core::{Device, Tensor};
 pub use convert::{candle_dtype, dense_tensor, tensor_from_vec};
 pub use error::{Error, Result};
+#[cfg(feature = "vision")]
+pub use images::{ImagePredictor, image_tensor};
 pub use padded::{Padded, pad_records, ragged_padded};
 pub use serve::{BatchConfig, Batcher, Metrics, MetricsSnapshot, Predictor, StorePredictor};
 pub use zrecord_loader::Batch;
+/// Image transforms: decode, crop, flip, normalise (feature `vision`).
+#[cfg(feature = "vision")]
+pub use zrecord_vision as vision;

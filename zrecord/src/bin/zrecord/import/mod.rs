@@ -6,6 +6,7 @@
 
 mod array;
 mod files;
+mod images;
 mod lines;
 mod safetensors;
 
@@ -29,6 +30,9 @@ pub(crate) enum Import {
     Files(files::Args),
     /// A text file, one u8 record per line (without its line ending).
     Lines(lines::Args),
+    /// An image folder (one subfolder per class) or a path,label list: encoded
+    /// images (or decoded with --resize), labels and class names in a new folder.
+    Images(images::Args),
 }
 
 pub(crate) fn run(import: Import, quiet: bool) -> Result<()> {
@@ -38,6 +42,9 @@ pub(crate) fn run(import: Import, quiet: bool) -> Result<()> {
         Import::Safetensors(args) => safetensors::run(args, quiet),
         Import::Files(args) => files::run(args, quiet),
         Import::Lines(args) => lines::run(args, quiet),
+        Import::Images(args) => {
+            images::run(&args, quiet).with_context(|| args.dir.display().to_string())
+        }
     }
 }
 

@@ -1,0 +1,211 @@
+//! `zrecord import images`: an ImageFolder tree (one subfolder per class) or
+//! a `path,label` list into a folder of two streams and two text files:
+//!
+//! * `images/` — the encoded files as they are (a ragged `u8` store), or,
+//!   with `--resize S`, decoded once: a dense `u8` store of `[S, S, 3]` RGB
+//!   (shorter side scaled to S, then the centre S×S);
+//! * `labels/` — a dense `i64` store, the class of each image;
+//! * `classes.txt` — the class names, line `i` naming label `i`;
+//! * `paths.txt` — line `i` the source path of record `i`, relative to DIR.
+//!
+//! Every image is decoded at import (in parallel, a bounded chunk at a time),
+//! so a corrupt one is reported by path before anything is kept: the import
+//! fails and leaves nothing, or with `--on-error skip` leaves it out and
+//! prints the count and the paths.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
+use rayon::prelude::*;
+use zrecord::{DType, RaggedBatch, Schema};
+use zrecord_vision::{ImageFolder, RgbImage, Transform};
+
+use super::write_store;
+use crate::staging::Staged;
+use crate::{CodecArg, Target};
+
+/// Images read and decoded at once: bounds memory to a chunk of files.
+const CHUNK: usize = 256;
+
+/// What to do with an image that does not decode.
+#[derive(Clone, Copy, Debug, Default, ValueEnum)]
+pub(crate) enum OnError {
+    /// Stop; nothing is written.
+    #[default]
+    Fail,
+    /// Leave it out and report it.
+    Skip,
+}
+
+/// `zrecord import images` arguments.
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// The ImageFolder root (`DIR/<class>/**/*.{jpg,jpeg,png}`), or the folder
+    /// the paths of `--list` are relative to.
+    pub(crate) dir: PathBuf,
+    #[command(flatten)]
+    target: Target,
+    /// A CSV (`path,label`) or TSV (`path<TAB>label`) list instead of the
+    /// folder layout; a first line `path,label` is a header. Labels that are
+    /// all integers up to 65535 are the class indices; otherwise class names, numbered in
+    /// sorted order.
+    #[arg(long)]
+    list: Option<PathBuf>,
+    /// Decode at import into `[SIZE, SIZE, 3]` RGB: shorter side to SIZE,
+    /// then the centre crop.
+    #[arg(long, value_name = "SIZE")]
+    resize: Option<u32>,
+    /// A corrupt or unreadable image fails the import, or is skipped.
+    #[arg(long, value_enum, default_value = "fail")]
+    on_error: OnError,
+}
+
+pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
+    if !args.dir.is_dir() {
+        bail!("not a folder");
+    }
+    let folder = match &args.list {
+        Some(list) => ImageFolder::from_list(&args.dir, list)?,
+        None => ImageFolder::scan(&args.dir)?,
+    };
+    let (items, classes) = (&folder.images, &folder.classes);
+    let resize = args
+        .resize
+        .map(|size| {
+            let transform = Transform::center_crop(size, size);
+            transform.check().map(|()| transform)
+        })
+        .transpose()?;
+
+    let staged = Staged::new(&args.target.store, args.target.force)?;
+    std::fs::create_dir(staged.path())
+        .with_context(|| format!("cannot create {}", staged.path().display()))?;
+    let part = |name: &str, codec: CodecArg| Target {
+        store: staged.path().join(name),
+        codec,
+        tier: args.target.tier,
+        force: false,
+    };
+    let shape = match &resize {
+        Some(t) => Schema::Dense {
+            dtype: DType::U8,
+            item_shape: t.hwc().to_vec(),
+        },
+        None => Schema::Ragged { dtype: DType::U8 },
+    };
+    let mut kept = Vec::with_capacity(items.len());
+    let mut skipped = Vec::new();
+    write_store(
+        &part("images", args.target.codec),
+        shape,
+        items.len() as u64,
+        quiet,
+        &[],
+        |sink| {
+            for chunk in items.chunks(CHUNK) {
+                let results: Vec<Result<Vec<u8>>> = chunk
+                    .par_iter()
+                    .map_init(RgbImage::default, |scratch, item| {
+                        load(&args.dir.join(&item.path), resize.as_ref(), scratch)
+                    })
+                    .collect();
+                let mut batch = RaggedBatch::<u8>::new();
+                let mut dense = Vec::new();
+                for (item, result) in chunk.iter().zip(results) {
+                    match (result, args.on_error) {
+                        (Ok(bytes), _) => {
+                            if resize.is_some() {
+                                dense.extend_from_slice(&bytes);
+                            } else {
+                                batch.push(&[bytes.len()], &bytes)?;
+                            }
+                            kept.push(item);
+                        }
+                        (Err(e), OnError::Skip) => skipped.push((item, e)),
+                        (Err(e), OnError::Fail) => {
+                            return Err(e.context(format!(
+                                "{} (use --on-error skip to leave it out)",
+                                item.path.display()
+                            )));
+                        }
+                    }
+                }
+                if resize.is_some() {
+                    sink.dense(&dense)?;
+                } else {
+                    sink.ragged(&batch.into())?;
+                }
+            }
+            Ok(())
+        },
+    )?;
+    if kept.is_empty() {
+        bail!("every image failed to decode");
+    }
+    let labels: Vec<u8> = kept.iter().flat_map(|i| i.label.to_le_bytes()).collect();
+    write_store(
+        &part("labels", CodecArg::Raw),
+        Schema::Dense {
+            dtype: DType::I64,
+            item_shape: Vec::new(),
+        },
+        kept.len() as u64,
+        true,
+        &[],
+        |sink| sink.dense(&labels),
+    )?;
+    let mut paths = String::new();
+    for item in &kept {
+        paths.push_str(&utf8(&item.path)?);
+        paths.push('\n');
+    }
+    let names: String = classes.iter().map(|c| format!("{c}\n")).collect();
+    for (name, text) in [("classes.txt", names), ("paths.txt", paths)] {
+        let path = staged.path().join(name);
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    staged.commit()?;
+    for (item, error) in &skipped {
+        eprintln!("zrecord: skipped {}: {error:#}", item.path.display());
+    }
+    println!(
+        "imported {} images of {} classes into {}{}",
+        kept.len(),
+        classes.len(),
+        args.target.store.display(),
+        if skipped.is_empty() {
+            String::new()
+        } else {
+            format!("; skipped {} that did not decode", skipped.len())
+        }
+    );
+    Ok(())
+}
+
+/// Reads one image and checks that it decodes: its bytes as they are, or
+/// resized to `[S, S, 3]` RGB.
+fn load(path: &Path, resize: Option<&Transform>, scratch: &mut RgbImage) -> Result<Vec<u8>> {
+    let bytes = std::fs::read(path).context("cannot read")?;
+    match resize {
+        Some(transform) => {
+            let mut out = vec![0u8; transform.image_len()];
+            transform.apply_u8(&bytes, (0, 0, 0), &mut out)?;
+            Ok(out)
+        }
+        None => {
+            zrecord_vision::decode(&bytes, scratch)?;
+            Ok(bytes)
+        }
+    }
+}
+
+fn utf8(path: &Path) -> Result<String> {
+    let text = path
+        .to_str()
+        .with_context(|| format!("{} is not valid UTF-8", path.display()))?;
+    if text.contains('\n') {
+        bail!("{text:?} has a newline in its name");
+    }
+    Ok(text.to_owned())
+}

@@ -1,0 +1,223 @@
+//! `zrecord import images`: an ImageFolder tree or a path,label list becomes
+//! encoded images (or decoded, with --resize), labels, class names and paths;
+//! a corrupt image fails the import by path leaving nothing behind, or is
+//! skipped and counted with --on-error skip.
+#![cfg(feature = "cli")]
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use zrecord::{DenseStore, RaggedStore};
+
+fn zrecord(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zrecord"));
+    for a in args {
+        cmd.arg(a);
+    }
+    cmd.output().expect("run zrecord")
+}
+
+fn png_grey(width: u32, height: u32, value: u8) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut encoder = png::Encoder::new(&mut out, width, height);
+    encoder.set_color(png::ColorType::Grayscale);
+    let mut writer = encoder.write_header().unwrap();
+    writer
+        .write_image_data(&vec![value; (width * height) as usize])
+        .unwrap();
+    writer.finish().unwrap();
+    out
+}
+
+fn png_rgba(width: u32, height: u32) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut encoder = png::Encoder::new(&mut out, width, height);
+    encoder.set_color(png::ColorType::Rgba);
+    let mut writer = encoder.write_header().unwrap();
+    writer
+        .write_image_data(&vec![90; (width * height * 4) as usize])
+        .unwrap();
+    writer.finish().unwrap();
+    out
+}
+
+fn jpeg(width: u16, height: u16) -> Vec<u8> {
+    let rgb: Vec<u8> = (0..usize::from(width) * usize::from(height) * 3)
+        .map(|i| (i % 200) as u8)
+        .collect();
+    let mut out = Vec::new();
+    jpeg_encoder::Encoder::new(&mut out, 90)
+        .encode(&rgb, width, height, jpeg_encoder::ColorType::Rgb)
+        .unwrap();
+    out
+}
+
+/// `root/cat/{a.png, b.JPG, deep/c.png}`, `root/dog/{d.png}`, plus files
+/// the walk ignores.
+fn image_folder(root: &Path) -> Vec<(String, Vec<u8>, i64)> {
+    let files = vec![
+        ("cat/a.png".to_owned(), png_grey(10, 6, 40), 0),
+        ("cat/b.JPG".to_owned(), jpeg(12, 9), 0),
+        ("cat/deep/c.png".to_owned(), png_rgba(7, 7), 0),
+        ("dog/d.png".to_owned(), png_grey(5, 9, 200), 1),
+    ];
+    for (path, bytes, _) in &files {
+        let path = root.join(path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, bytes).unwrap();
+    }
+    fs::write(root.join("cat/notes.txt"), "not an image").unwrap();
+    fs::create_dir_all(root.join(".hidden")).unwrap();
+    fs::write(root.join(".hidden/x.png"), png_grey(2, 2, 1)).unwrap();
+    files
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn an_image_folder_imports_encoded_bytes_labels_classes_and_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("photos");
+    let files = image_folder(&root);
+    let out = dir.path().join("out");
+    let output = zrecord(&[&"import", &"images", &root, &out, &"--quiet"]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("imported 4 images of 2 classes"));
+
+    let images = RaggedStore::<u8>::open(out.join("images")).unwrap();
+    let labels = DenseStore::<i64>::open(out.join("labels")).unwrap();
+    assert_eq!((images.len(), labels.len()), (4, 4));
+    let gathered = images.gather(&[0, 1, 2, 3]).unwrap();
+    for (k, (_, bytes, _)) in files.iter().enumerate() {
+        assert_eq!(gathered.get(k).unwrap().as_slice().unwrap(), &bytes[..]);
+    }
+    assert_eq!(
+        labels.gather(&[0, 1, 2, 3]).unwrap().as_slice().unwrap(),
+        [0, 0, 0, 1]
+    );
+    assert_eq!(lines(&out.join("classes.txt")), ["cat", "dog"]);
+    let paths: Vec<String> = files.iter().map(|f| f.0.clone()).collect();
+    assert_eq!(lines(&out.join("paths.txt")), paths);
+}
+
+#[test]
+fn resize_decodes_once_into_square_rgb_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("photos");
+    image_folder(&root);
+    let out = dir.path().join("out");
+    let output = zrecord(&[
+        &"import",
+        &"images",
+        &root,
+        &out,
+        &"--resize",
+        &"4",
+        &"--codec",
+        &"raw",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let images = DenseStore::<u8>::open(out.join("images")).unwrap();
+    assert_eq!(images.item_shape(), [4, 4, 3]);
+    let pixels = images.gather(&[0, 2, 3]).unwrap();
+    let pixels = pixels.as_slice().unwrap();
+    // Flat grey 40 stays 40 in all three channels; RGBA loses its alpha; grey 200 stays 200.
+    assert!(pixels[..48].iter().all(|&v| v == 40));
+    assert!(pixels[48..96].iter().all(|&v| v == 90));
+    assert!(pixels[96..].iter().all(|&v| v == 200));
+}
+
+#[test]
+fn a_corrupt_image_fails_by_path_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("photos");
+    image_folder(&root);
+    let broken = jpeg(16, 16);
+    fs::write(root.join("dog/e.jpg"), &broken[..broken.len() / 2]).unwrap();
+    let out = dir.path().join("out");
+    let output = zrecord(&[&"import", &"images", &root, &out]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("dog/e.jpg") && stderr.contains("JPEG"),
+        "{stderr}"
+    );
+    let names: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["photos"]);
+}
+
+#[test]
+fn skip_leaves_corrupt_images_out_and_counts_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("photos");
+    image_folder(&root);
+    fs::write(root.join("cat/broken.png"), b"\x89PNG\r\n\x1a\n garbage").unwrap();
+    fs::write(root.join("dog/e.gif"), b"GIF89a").unwrap(); // not an image extension: ignored
+    fs::write(root.join("dog/f.png"), b"GIF89a in disguise").unwrap();
+    let out = dir.path().join("out");
+    let output = zrecord(&[&"import", &"images", &root, &out, &"--on-error", &"skip"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("cat/broken.png") && stderr.contains("dog/f.png"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("GIF"), "{stderr}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("skipped 2"));
+    let labels = DenseStore::<i64>::open(out.join("labels")).unwrap();
+    assert_eq!(
+        labels.gather(&[0, 1, 2, 3]).unwrap().as_slice().unwrap(),
+        [0, 0, 0, 1]
+    );
+    assert_eq!(lines(&out.join("paths.txt")).len(), 4);
+}
+
+#[test]
+fn a_list_names_images_and_labels_in_any_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("photos");
+    image_folder(&root);
+    let list = dir.path().join("list.csv");
+    fs::write(&list, "path,label\ndog/d.png,3\ncat/a.png,0\n").unwrap();
+    let out = dir.path().join("numeric");
+    let output = zrecord(&[&"import", &"images", &root, &out, &"--list", &list]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let labels = DenseStore::<i64>::open(out.join("labels")).unwrap();
+    assert_eq!(labels.gather(&[0, 1]).unwrap().as_slice().unwrap(), [3, 0]);
+    assert_eq!(lines(&out.join("classes.txt")), ["0", "1", "2", "3"]);
+
+    let tsv = dir.path().join("list.tsv");
+    fs::write(&tsv, "cat/b.JPG\ttabby\ndog/d.png\tbeagle\n").unwrap();
+    let out = dir.path().join("named");
+    let output = zrecord(&[&"import", &"images", &root, &out, &"--list", &tsv]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let labels = DenseStore::<i64>::open(out.join("labels")).unwrap();
+    assert_eq!(labels.gather(&[0, 1]).unwrap().as_slice().unwrap(), [1, 0]);
+    assert_eq!(lines(&out.join("classes.txt")), ["beagle", "tabby"]);
+}
