@@ -39,6 +39,7 @@ mod builder;
 mod counters;
 mod error;
 mod loader;
+mod packing;
 mod pool;
 mod state;
 mod stream;
@@ -48,6 +49,10 @@ pub use builder::LoaderBuilder;
 pub use counters::{CounterSnapshot, Counters};
 pub use error::{Error, Result};
 pub use loader::{Loader, Steps};
+pub use packing::{
+    Cursor, DEFAULT_WINDOW, Documents, PackedBatch, PackedLoader, PackedLoaderBuilder, PackedState,
+    Packer, Packing,
+};
 pub use state::LoaderState;
 pub use stream::Stream;
 pub use zsampler::{Mode, SamplerState};
