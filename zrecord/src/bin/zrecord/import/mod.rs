@@ -3,8 +3,13 @@
 mod files;
 mod idx;
 mod lines;
+mod loaderx;
 mod npy;
+#[cfg(feature = "parquet")]
+mod parquet;
 mod safetensors;
+mod text;
+mod values;
 
 use std::path::{Path, PathBuf};
 
@@ -61,6 +66,20 @@ pub(crate) enum Import {
         #[command(flatten)]
         target: Target,
     },
+    /// Columns of a Parquet file, or of a folder of them: one store per column in OUT.
+    #[cfg(feature = "parquet")]
+    Parquet(parquet::Args),
+    /// (This build has no Parquet support: build with feature `parquet`.)
+    #[cfg(not(feature = "parquet"))]
+    #[command(hide = true)]
+    Parquet {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Documents of a text or JSON Lines file, tokenised into a ragged token store.
+    Text(text::Args),
+    /// A store written by loaderx 1.7 or 2.8.
+    Loaderx(loaderx::Args),
 }
 
 pub(crate) fn run(import: Import, quiet: bool) -> Result<()> {
@@ -85,6 +104,16 @@ pub(crate) fn run(import: Import, quiet: bool) -> Result<()> {
             target,
         } => lines::run(&file, skip_empty, &target, quiet)
             .with_context(|| file.display().to_string()),
+        #[cfg(feature = "parquet")]
+        Import::Parquet(args) => parquet::run(&args, quiet),
+        #[cfg(not(feature = "parquet"))]
+        Import::Parquet { .. } => {
+            anyhow::bail!(
+                "this zrecord was built without Parquet support (cargo feature `parquet`)"
+            )
+        }
+        Import::Text(args) => text::run(&args, quiet),
+        Import::Loaderx(args) => loaderx::run(&args, quiet),
     }
 }
 
