@@ -22,6 +22,9 @@
 //!   the kind (say `f32` for float tensors) nothing is converted either.
 //! * [`ragged_padded`] — a ragged stream as a padded tensor, each record's
 //!   length, and a mask of the real elements ([`Padded`]).
+//! * [`packed_tensors`] and [`block_causal_mask`] — packed token rows from a
+//!   [`PackedLoader`](zrecord_loader::PackedLoader), and the attention mask
+//!   that keeps every token within its document.
 //!
 //! # Example
 //!
@@ -79,6 +82,7 @@ mod convert;
 mod dataloader;
 mod dataset;
 mod error;
+mod packed;
 
 pub use convert::{
     Padded, dense_tensor, dtype_fits, ragged_padded, target_dtype, tensor_data, tensor_from_data,
@@ -86,4 +90,5 @@ pub use convert::{
 pub use dataloader::{EpochMode, StoreDataLoader, StoreDataLoaderBuilder};
 pub use dataset::{Record, StoreDataset, StoreDatasetBuilder};
 pub use error::{Error, Result};
+pub use packed::{PackedTensors, block_causal_mask, packed_tensors};
 pub use zrecord_loader::{Batch, CounterSnapshot, Mode, Stream};
