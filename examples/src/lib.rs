@@ -4,6 +4,8 @@
 //! * [`digits`] — the scikit-learn digits set shipped in `examples/data/`.
 //! * [`idx`] — MNIST's IDX files, gzipped or plain.
 //! * [`classifier`] — a small Burn classifier the training examples share.
+//! * [`gpt`] — a small Burn language model trained from packed token rows
+//!   (the `burn_gpt` example).
 //! * [`report`] — a quiet renderer for Burn's `Learner`: one line per epoch.
 //! * [`candle_mnist`] — a candle digit classifier trained from stores and
 //!   served with `zrecord-candle`'s batcher (the `candle_serve` example).
@@ -11,6 +13,7 @@
 pub mod candle_mnist;
 pub mod classifier;
 pub mod digits;
+pub mod gpt;
 pub mod idx;
 pub mod report;
 
