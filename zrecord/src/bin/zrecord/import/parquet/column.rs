@@ -168,6 +168,24 @@ impl Converter {
     ) -> Result<DynRaggedBatch> {
         let mut values = DynVec::new(dtype);
         let mut layout = RaggedLayout::new();
+        if let Some(offsets) = self.flat_runs(array) {
+            // Strings, binaries and lists of scalars without nulls: the values
+            // in one copy, each row's length from the offsets.
+            let child = match array.data_type() {
+                DataType::List(_) => Some(array.as_list::<i32>().values()),
+                DataType::LargeList(_) => Some(array.as_list::<i64>().values()),
+                _ => None,
+            };
+            let (start, end) = (offsets[0], offsets[offsets.len() - 1]);
+            match child {
+                Some(child) => self.append_values(child, start, end, &mut values),
+                None => self.append_values(array, 0, array.len(), &mut values),
+            }
+            for w in offsets.windows(2) {
+                layout.push(&[w[1] - w[0]])?;
+            }
+            return ragged_batch(values, layout);
+        }
         for row in 0..array.len() {
             let before = values.len();
             let shape = self
@@ -187,6 +205,34 @@ impl Converter {
             };
         }
         ragged_batch(values, layout)
+    }
+
+    /// The row offsets of a column whose rows are runs of scalars with no
+    /// null anywhere: strings, binaries, or variable lists of numbers.
+    fn flat_runs(&self, array: &ArrayRef) -> Option<Vec<usize>> {
+        use DataType as D;
+        fn runs<O: OffsetSizeTrait>(offsets: &[O]) -> Vec<usize> {
+            offsets.iter().map(|o| o.as_usize()).collect()
+        }
+        if array.logical_null_count() > 0 {
+            return None;
+        }
+        let scalar_child = |child: &ArrayRef| {
+            leaf_dtype(child.data_type()).is_some() && child.logical_null_count() == 0
+        };
+        Some(match array.data_type() {
+            D::Utf8 => runs(array.as_string::<i32>().value_offsets()),
+            D::LargeUtf8 => runs(array.as_string::<i64>().value_offsets()),
+            D::Binary => runs(array.as_binary::<i32>().value_offsets()),
+            D::LargeBinary => runs(array.as_binary::<i64>().value_offsets()),
+            D::List(_) if scalar_child(array.as_list::<i32>().values()) => {
+                runs(array.as_list::<i32>().value_offsets())
+            }
+            D::LargeList(_) if scalar_child(array.as_list::<i64>().values()) => {
+                runs(array.as_list::<i64>().value_offsets())
+            }
+            _ => return None,
+        })
     }
 
     fn null_error(&self, row: u64) -> anyhow::Error {
