@@ -7,11 +7,14 @@
 //! * [`classifier`] — a small Burn classifier the training examples share.
 //! * [`cnn`] and [`image_folder`] — a small CNN and image folders (Fashion-MNIST
 //!   as PNG files) for the `burn_images` example.
+//! * [`gpt`] — a small Burn language model trained from packed token rows
+//!   (the `burn_gpt` example).
 //! * [`report`] — a quiet renderer for Burn's `Learner`: one line per epoch.
 
 pub mod classifier;
 pub mod cnn;
 pub mod digits;
+pub mod gpt;
 pub mod idx;
 pub mod image_folder;
 pub mod report;

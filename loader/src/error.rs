@@ -129,6 +129,27 @@ pub enum Error {
         /// The stream.
         name: String,
     },
+
+    /// A token stream holds values that are not token ids.
+    #[error("token streams hold integers, not {dtype}")]
+    TokenDType {
+        /// The stream's dtype.
+        dtype: DType,
+    },
+
+    /// A token id does not fit `u32`.
+    #[error("token {value} ({dtype}) is not a token id: packed tokens are u32")]
+    TokenOutOfRange {
+        /// The stream's dtype.
+        dtype: DType,
+        /// The value.
+        value: i128,
+    },
+
+    /// Packing cannot go on: a bad configuration, a state saved over other
+    /// data, or a stream without tokens.
+    #[error("packing: {0}")]
+    Packing(String),
 }
 
 /// Shorthand for `Result<T, zrecord_loader::Error>`.

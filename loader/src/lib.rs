@@ -41,6 +41,7 @@ mod config;
 mod counters;
 mod error;
 mod loader;
+mod packing;
 mod pool;
 mod state;
 mod stream;
@@ -52,6 +53,10 @@ pub use config::check_streams;
 pub use counters::{CounterSnapshot, Counters};
 pub use error::{Error, Result};
 pub use loader::{Loader, Steps};
+pub use packing::{
+    Cursor, DEFAULT_WINDOW, Documents, PackedBatch, PackedLoader, PackedLoaderBuilder, PackedState,
+    Packer, Packing,
+};
 pub use state::LoaderState;
 pub use stream::Stream;
 pub use zsampler::{Mode, SamplerState};

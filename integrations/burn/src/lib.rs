@@ -27,6 +27,9 @@
 //!   threads into a `(B, 3, H, W)` tensor with the transforms of
 //!   [`zrecord-vision`](https://docs.rs/zrecord-vision), re-exported as
 //!   `zrecord_burn::vision`.
+//! * [`packed_tensors`] and [`block_causal_mask`] — packed token rows from a
+//!   [`PackedLoader`](zrecord_loader::PackedLoader), and the attention mask
+//!   that keeps every token within its document.
 //!
 //! # Example
 //!
@@ -86,6 +89,7 @@ mod dataset;
 mod error;
 #[cfg(feature = "vision")]
 mod images;
+mod packed;
 
 pub use convert::{
     Padded, dense_tensor, dtype_fits, ragged_padded, target_dtype, tensor_data, tensor_from_data,
@@ -95,6 +99,7 @@ pub use dataset::{Record, StoreDataset, StoreDatasetBuilder};
 pub use error::{Error, Result};
 #[cfg(feature = "vision")]
 pub use images::image_tensor;
+pub use packed::{PackedTensors, block_causal_mask, packed_tensors};
 pub use zrecord_loader::{Batch, CounterSnapshot, Mode, Stream};
 /// Image transforms for the converter: decode, crop, flip, normalise (feature `vision`).
 #[cfg(feature = "vision")]

@@ -37,10 +37,7 @@ fn import(dir: &Path, pattern: Option<&str>, target: &Target, quiet: bool) -> Re
     walk(dir, dir, pattern.as_ref(), &mut files)?;
     files.sort();
     let mut paths = String::new();
-    for (path, len) in &files {
-        if *len == 0 {
-            bail!("{} is empty; records are never empty", path.display());
-        }
+    for (path, _) in &files {
         let text = path
             .to_str()
             .with_context(|| format!("{} is not valid UTF-8", path.display()))?;

@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use zrecord::{DType, RaggedBatch, Schema};
 
 use super::write_store;
@@ -14,7 +14,7 @@ use crate::Target;
 pub(crate) struct Args {
     /// The text file.
     file: PathBuf,
-    /// Skip empty lines (records are never empty, so by default an empty line is an error).
+    /// Leave empty lines out (by default each is an empty record).
     #[arg(long)]
     skip_empty: bool,
     #[command(flatten)]
@@ -38,26 +38,19 @@ fn import(file: &Path, skip_empty: bool, target: &Target, quiet: bool) -> Result
         |sink| {
             let mut batch = RaggedBatch::<u8>::new();
             let mut line = Vec::new();
-            let mut number = 0u64;
             loop {
                 line.clear();
                 if reader.read_until(b'\n', &mut line).context("cannot read")? == 0 {
                     break;
                 }
-                number += 1;
                 if line.last() == Some(&b'\n') {
                     line.pop();
                     if line.last() == Some(&b'\r') {
                         line.pop();
                     }
                 }
-                if line.is_empty() {
-                    if skip_empty {
-                        continue;
-                    }
-                    bail!(
-                        "line {number} is empty; records are never empty (use --skip-empty to leave such lines out)"
-                    );
+                if line.is_empty() && skip_empty {
+                    continue;
                 }
                 batch.push(&[line.len()], &line)?;
                 if batch.values().len() >= 16 << 20 {

@@ -8,7 +8,12 @@ mod array;
 mod files;
 mod images;
 mod lines;
+mod loaderx;
+#[cfg(feature = "parquet")]
+mod parquet;
 mod safetensors;
+mod text;
+mod values;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
@@ -33,6 +38,20 @@ pub(crate) enum Import {
     /// An image folder (one subfolder per class) or a path,label list: encoded
     /// images (or decoded with --resize), labels and class names in a new folder.
     Images(images::Args),
+    /// Columns of a Parquet file, or of a folder of them: one store per column in OUT.
+    #[cfg(feature = "parquet")]
+    Parquet(parquet::Args),
+    /// (This build has no Parquet support: build with feature `parquet`.)
+    #[cfg(not(feature = "parquet"))]
+    #[command(hide = true)]
+    Parquet {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Documents of a text or JSON Lines file, tokenised into a ragged token store.
+    Text(text::Args),
+    /// A store written by loaderx 1.7 or 2.8.
+    Loaderx(loaderx::Args),
 }
 
 pub(crate) fn run(import: Import, quiet: bool) -> Result<()> {
@@ -45,6 +64,16 @@ pub(crate) fn run(import: Import, quiet: bool) -> Result<()> {
         Import::Images(args) => {
             images::run(&args, quiet).with_context(|| args.dir.display().to_string())
         }
+        #[cfg(feature = "parquet")]
+        Import::Parquet(args) => parquet::run(&args, quiet),
+        #[cfg(not(feature = "parquet"))]
+        Import::Parquet { .. } => {
+            anyhow::bail!(
+                "this zrecord was built without Parquet support (cargo feature `parquet`)"
+            )
+        }
+        Import::Text(args) => text::run(&args, quiet),
+        Import::Loaderx(args) => loaderx::run(&args, quiet),
     }
 }
 
