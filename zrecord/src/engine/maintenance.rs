@@ -141,9 +141,16 @@ impl Engine {
         let phys_len = self.len.load(Ordering::Acquire);
         let mut order = Vec::with_capacity(phys_len as usize);
         {
+            // Every location must lie in its chunk's committed bytes before
+            // anything moves: the frontier below steps over records that stay
+            // in place without reading them, so one past its chunk's bytes
+            // (a crafted table) would carry the frontier, and with it the
+            // committed length a later record publishes, past the file's end.
             let snap = self.snapshot();
             for phys in 0..phys_len {
-                order.push((snap.phys_loc(phys)?, phys));
+                let loc = snap.phys_loc(phys)?;
+                snap.stored(phys / self.group, loc)?;
+                order.push((loc, phys));
             }
         }
         order.sort_unstable_by_key(|(loc, _)| (loc.chunk, loc.offset));
@@ -195,8 +202,11 @@ impl Engine {
                         .map_err(Error::io("write", &dst.file.path))?;
                     // A record moved into an earlier chunk may land past the
                     // bytes that chunk held: they hold a record now (and a
-                    // reopen counts them, as the file's length).
-                    dst.committed.fetch_max(offset + len, Ordering::AcqRel);
+                    // reopen counts them, as the file's length). An empty
+                    // record wrote nothing, so it commits nothing.
+                    if len > 0 {
+                        dst.committed.fetch_max(offset + len, Ordering::AcqRel);
+                    }
                 }
                 crate::hooks::hold("compact:moved");
                 self.write_loc(phys, new_loc)?;
