@@ -73,7 +73,8 @@ fn a_few_steps_from_png_files_lower_the_loss() {
     let mut model = Cnn::new(28, 10, &device);
     let mut optim = AdamConfig::new().init();
     let mut losses = Vec::new();
-    for batch in train.iter().take(40) {
+    // 40 steps: 16 batches an epoch, so two epochs and a half.
+    for batch in std::iter::repeat_with(|| train.iter()).flatten().take(40) {
         let batch = batch.unwrap();
         assert_eq!(batch.images.dims(), [32, 3, 28, 28]);
         let output = model.classify(batch);

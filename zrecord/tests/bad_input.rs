@@ -323,15 +323,16 @@ fn damaged_stores_do_not_open() {
 
 #[test]
 fn non_zero_reserved_header_bytes_are_refused() {
-    // FORMAT.md: store.zr bytes 6..8 and 20..32, meta.zr bytes 24..32 are
-    // reserved, zero; a reader refuses anything else (a newer writer's field
-    // this reader would not understand).
+    // FORMAT.md (version 2): store.zr bytes 6..8 and 24..32, meta.zr bytes
+    // 28..32 are reserved, zero; a reader refuses anything else (a newer
+    // writer's field this reader would not understand). The feature bits
+    // and flags between them are tested in crafted_stores.rs.
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let reserved = [
         ("store.zr", 6..8),
-        ("store.zr", 20..32),
-        ("meta.zr", 24..32),
+        ("store.zr", 24..32),
+        ("meta.zr", 28..32),
     ];
     for (file, range) in reserved {
         for at in range {

@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 
 use zrecord::{Codec, DenseStore, Error};
 
-/// A dense u8 store of 10 records of 100 bytes (chunk 0 holds 1,000 bytes).
+/// A raw record of 100 bytes is stored as 104: the bytes, then their CRC-32C.
+const STORED: u32 = 104;
+
+/// A dense u8 store of 10 records of 100 bytes (chunk 0 holds 1,040 bytes).
 fn store(dir: &Path, name: &str) -> PathBuf {
     let path = dir.join(name);
     let store = DenseStore::<u8>::create(&path, &[100], Codec::Raw).expect("create the store");
@@ -23,10 +26,11 @@ fn store(dir: &Path, name: &str) -> PathBuf {
 
 /// `compact.journal` moving physical record `phys` to `(chunk, offset)`.
 fn compact_journal(phys: u64, chunk: u32, offset: u32) -> Vec<u8> {
-    let record = [7u8; 100];
+    let mut record = vec![7u8; 100];
+    record.extend_from_slice(&crc32c::crc32c(&record).to_le_bytes());
     let mut body = Vec::new();
     body.extend_from_slice(&phys.to_le_bytes());
-    for field in [offset, 100, 100, chunk] {
+    for field in [offset, STORED, 100, chunk] {
         body.extend_from_slice(&field.to_le_bytes());
     }
     body.extend_from_slice(&record);
@@ -78,7 +82,7 @@ fn a_journal_that_first_checks_out_is_redone() {
     let path = store(dir.path(), "ok");
     fs::write(
         path.join("compact.journal"),
-        compact_journal(3, 0, 900), // record 3 moved onto record 9's bytes
+        compact_journal(3, 0, 9 * STORED), // record 3 moved onto record 9's bytes
     )
     .unwrap();
     let store = DenseStore::<u8>::open(&path).expect("a valid journal is redone");
@@ -91,7 +95,7 @@ fn a_journal_that_first_checks_out_is_redone() {
 fn a_compaction_journal_outside_the_store_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     for (name, phys, chunk, offset, what) in [
-        ("past-committed", 2, 0, 950, "bytes 950..1050 of chunk 0"),
+        ("past-committed", 2, 0, 950, "bytes 950..1054 of chunk 0"),
         ("missing-chunk", 2, 1, 0, "chunk 1"),
         ("past-length", 10, 0, 0, "record 10"),
     ] {
@@ -115,7 +119,6 @@ fn a_delete_journal_with_bad_targets_is_refused() {
         ("ascending", &[1u64, 5][..]),
         ("repeated", &[5, 5]),
         ("past-length", &[10, 2]),
-        ("no-targets", &[]),
     ] {
         let path = store(dir.path(), name);
         let reason = refused(&path, "delete.journal", &delete_journal(10, targets));
@@ -124,6 +127,12 @@ fn a_delete_journal_with_bad_targets_is_refused() {
             "{name}: {reason}"
         );
     }
+    let path = store(dir.path(), "no-targets");
+    let reason = refused(&path, "delete.journal", &delete_journal(10, &[]));
+    assert!(
+        reason.contains("0 targets in a store of 10 records"),
+        "no-targets: {reason}"
+    );
     // A journal of a delete that committed (another length) is not redone.
     let path = store(dir.path(), "committed");
     fs::write(path.join("delete.journal"), delete_journal(11, &[1, 5])).unwrap();

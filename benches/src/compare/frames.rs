@@ -50,8 +50,8 @@ fn compress_one(cctx: &mut CCtx<'_>, src: &[u8]) -> Vec<u8> {
 
 impl FrameSet {
     /// The frames a zrecord store holds, read from its files (FORMAT.md,
-    /// version 1: `meta.zr`, the `{n}.loc` record table and the `{n}.chunk`
-    /// files): part `part` of each of the store's logical records, a logical
+    /// versions 1 and 2 alike for zstd records: `meta.zr`, the `{n}.loc`
+    /// record table and the `{n}.chunk` files): part `part` of each of the store's logical records, a logical
     /// record being `group` physical ones (1 dense, 2 ragged: payload, shape).
     /// So the in-memory limit decodes exactly the bytes the store decodes.
     ///
@@ -60,8 +60,8 @@ impl FrameSet {
     pub fn from_store(dir: &Path, codec: &Codec, group: u64, part: u64) -> io::Result<FrameSet> {
         let bad = |why: String| io::Error::new(io::ErrorKind::InvalidData, why);
         let meta = std::fs::read(dir.join("meta.zr"))?;
-        if meta.len() != 32 || &meta[..4] != b"ZREC" || meta[4] != 1 {
-            return Err(bad("meta.zr is not a version-1 zrecord header".into()));
+        if meta.len() != 32 || &meta[..4] != b"ZREC" || !matches!(meta[4], 1 | 2) {
+            return Err(bad("meta.zr is not a version-1 or -2 zrecord header".into()));
         }
         let u32_at =
             |b: &[u8], at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);

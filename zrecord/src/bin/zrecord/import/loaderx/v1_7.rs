@@ -99,7 +99,7 @@ impl Store {
         };
         let len = match &shape {
             Schema::Dense { .. } => physical,
-            Schema::Ragged { .. } if physical % 2 == 0 => physical / 2,
+            Schema::Ragged { .. } if physical.is_multiple_of(2) => physical / 2,
             Schema::Ragged { .. } => {
                 return Err(bad(&format!(
                     "a ragged store with an odd number ({physical}) of physical records"
@@ -143,11 +143,11 @@ impl Store {
         let path = self.dir.join(format!("{chunk}.chunk"));
         let stored = {
             let mut chunks = self.chunks.lock().unwrap_or_else(|e| e.into_inner());
-            if !chunks.contains_key(&chunk) {
+            if let std::collections::btree_map::Entry::Vacant(slot) = chunks.entry(chunk) {
                 let file =
                     File::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
                 let size = file.metadata()?.len();
-                chunks.insert(chunk, (file, size));
+                slot.insert((file, size));
             }
             let (file, size) = &chunks[&chunk];
             read_at(file, &path, *size, offset.into(), stored.into())?

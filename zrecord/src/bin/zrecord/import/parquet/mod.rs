@@ -182,7 +182,7 @@ fn finish(o: Output, folder: &Path, target: &Target, quiet: bool) -> Result<()> 
         AnyStore::Ragged(s) => s.train_dict(target.tier.into()),
     }
     .with_context(|| format!("column {:?}: cannot train a dictionary", o.name))?;
-    let out = AnyStore::create(&folder.join(&o.name), &o.shape, Codec::ZstdDict(dict))?;
+    let out = AnyStore::create(folder.join(&o.name), &o.shape, Codec::ZstdDict(dict))?;
     transfer::copy(&o.store, &out, quiet)?;
     sync(&out)
 }
