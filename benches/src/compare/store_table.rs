@@ -168,7 +168,11 @@ pub fn run(
         ));
         compressed.push((store?, s, codec, label));
     }
-    let mut systems: Vec<Zrecord> = vec![raw];
+    // The raw store read-only from here on: a writable handle's exclusive
+    // lock would refuse the checked read-only handle below.
+    let raw_path = raw.path().to_path_buf();
+    drop(raw);
+    let mut systems: Vec<Zrecord> = vec![Zrecord::open_read_only(&raw_path, &source, false)?];
     for (store, s, codec, label) in compressed {
         let group = store.physical_per_record();
         let frames = Frames::new(
@@ -193,7 +197,7 @@ pub fn run(
     }
     // The raw store again, read-only, with every record's CRC-32C checked on
     // gather: the price of read checks, side by side with the row above.
-    let checked = Zrecord::open_read_only(&path("zr-raw"), &source, true)?;
+    let checked = Zrecord::open_read_only(&raw_path, &source, true)?;
     let name = "zrecord raw, verify_on_read";
     let meta = Meta::store(
         name,
