@@ -8,7 +8,8 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::run::{fails, listing, ok, shared};
+use common::listing;
+use common::run::{fails, ok, shared};
 use zrecord::AnyStore;
 
 /// One array of an `.npz` (uncompressed, as `np.savez` writes it): its

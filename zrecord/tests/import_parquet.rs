@@ -8,7 +8,8 @@ mod common;
 
 use std::path::Path;
 
-use common::run::{fails, listing, ok, shared};
+use common::listing;
+use common::run::{fails, ok, shared};
 use zrecord::{AnyStore, DenseStore, RaggedStore};
 
 fn import(input: &Path, out: &Path, extra: &[&str]) {

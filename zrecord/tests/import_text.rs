@@ -8,7 +8,8 @@ mod common;
 use std::io::Read;
 use std::path::Path;
 
-use common::run::{fails, listing, ok};
+use common::listing;
+use common::run::{fails, ok};
 use zrecord::{AnyStore, RaggedStore};
 
 /// The first `n` verses of the King James Bible shipped with the examples.

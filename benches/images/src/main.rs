@@ -18,8 +18,8 @@
 //! cargo run --release -p zrecord-bench-images -- [--photos DIR] [--images N] [--python python3] [--quick]
 //! ```
 //!
-//! `--photos` defaults to the scikit-image photographs checked out beside
-//! this repository; without photos the benchmark prints why and stops.
+//! `--photos` defaults to `$ZRECORD_BENCH_PHOTOS`; without photos the
+//! benchmark prints why and stops.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -45,7 +45,9 @@ struct Options {
 fn options() -> Result<Options, String> {
     let usage = "usage: images [--photos DIR] [--images N] [--python EXE] [--quick]";
     let mut options = Options {
-        photos: Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/images"),
+        photos: std::env::var_os("ZRECORD_BENCH_PHOTOS")
+            .map(PathBuf::from)
+            .unwrap_or_default(),
         images: 2000,
         python: Some("python3".into()),
         batches: 16,

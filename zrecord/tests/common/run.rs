@@ -34,16 +34,6 @@ pub fn fails<S: AsRef<OsStr>>(mentions: &[&str], args: &[S]) -> String {
     stderr
 }
 
-/// The names in `dir`, sorted: to check that a failure left nothing behind.
-pub fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 /// `sub` of the shared data folder next to the repository, or `None` (after
 /// saying so) where it is absent: a user's clone has none.
 pub fn shared(sub: &str) -> Option<PathBuf> {
