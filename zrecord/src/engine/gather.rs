@@ -243,19 +243,14 @@ impl Snapshot<'_> {
             self.check_raw(&sources, width)?;
         }
         // Pass 2.
-        if raw && width >= LARGE_RECORD {
-            return self.copy_large(&sources, dst, width);
+        if raw {
+            return self.copy_raw(&sources, dst, width);
         }
         let fill = |(out, &(index, stored)): (&mut [u8], &(u64, &[u8]))| -> Result<()> {
-            if raw {
-                out.copy_from_slice(&stored[..width]);
-                Ok(())
-            } else {
-                self.engine
-                    .codec
-                    .decode(stored, out)
-                    .map_err(|reason| self.corrupt(index, reason))
-            }
+            self.engine
+                .codec
+                .decode(stored, out)
+                .map_err(|reason| self.corrupt(index, reason))
         };
         if self.parallel(dst.len(), indices.len()) {
             dst.par_chunks_mut(width)
@@ -288,11 +283,26 @@ impl Snapshot<'_> {
         }
     }
 
-    /// Pass 2 of a raw gather of large records: see [`copy_record`].
-    fn copy_large(&self, sources: &[(u64, &[u8])], dst: &mut [u8], width: usize) -> Result<()> {
-        let streaming = dst.len() >= STREAMING_BATCH;
+    /// Pass 2 of a raw gather: plain copies of `width` bytes (large records
+    /// through [`copy_record`]), without the trailers.
+    fn copy_raw(&self, sources: &[(u64, &[u8])], dst: &mut [u8], width: usize) -> Result<()> {
+        if width >= LARGE_RECORD {
+            let streaming = dst.len() >= STREAMING_BATCH;
+            let fill = |(out, &(_, stored)): (&mut [u8], &(u64, &[u8]))| {
+                copy_record(out, &stored[..width], streaming)
+            };
+            if self.parallel(dst.len(), sources.len()) {
+                dst.par_chunks_mut(width)
+                    .zip(sources.par_iter())
+                    .with_min_len(min_len(sources.len()))
+                    .for_each(fill);
+            } else {
+                dst.chunks_mut(width).zip(sources).for_each(fill);
+            }
+            return Ok(());
+        }
         let fill = |(out, &(_, stored)): (&mut [u8], &(u64, &[u8]))| {
-            copy_record(out, &stored[..width], streaming)
+            out.copy_from_slice(&stored[..width]);
         };
         if self.parallel(dst.len(), sources.len()) {
             dst.par_chunks_mut(width)
