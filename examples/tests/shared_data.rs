@@ -1,15 +1,18 @@
-//! The example readers on the real data sets in `../shared/data` (a
-//! checkout next to this repository). Each test skips, saying why, when the
-//! files are absent — a user's clone has no `../shared`.
+//! The example readers on real data sets: `$ZRECORD_DATA/mnist`,
+//! `$ZRECORD_DATA/fashion-mnist`, … (by default a `shared/data` folder
+//! beside the checkout). Each test skips, saying why, when the files are
+//! absent.
 
 use std::path::{Path, PathBuf};
 
 use zrecord_examples::idx;
 
 fn shared(sub: &str) -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/data")
-        .join(sub);
+    let root = std::env::var_os("ZRECORD_DATA").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"),
+        PathBuf::from,
+    );
+    let dir = root.join(sub);
     if dir.is_dir() {
         Some(dir)
     } else {

@@ -15,7 +15,7 @@
 //! this program), plus the same images as PNG.
 //!
 //! ```text
-//! cargo run --release -p zrecord-bench-images -- [--photos DIR] [--images N] [--python python3] [--quick]
+//! cargo run --release -p zrecord-bench-images -- [--photos DIR] [--images N] [--python python3 | --no-python] [--quick]
 //! ```
 //!
 //! `--photos` defaults to `$ZRECORD_BENCH_PHOTOS`; without photos the
@@ -35,42 +35,47 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 const BATCH: usize = 256;
 const SEED: u64 = 90;
 
+/// Image loading, side by side (see the crate docs).
+#[derive(clap::Parser)]
 struct Options {
-    photos: PathBuf,
+    /// A folder of JPEG/PNG photographs the images are cut from
+    /// (default: `$ZRECORD_BENCH_PHOTOS`).
+    #[arg(long)]
+    photos: Option<PathBuf>,
+    /// Images in the benchmark set.
+    #[arg(long, default_value_t = 2000)]
     images: usize,
-    python: Option<String>,
-    batches: usize,
+    /// The Python interpreter of the peer row.
+    #[arg(long, default_value = "python3", conflicts_with = "no_python")]
+    python: String,
+    /// No Python peer row.
+    #[arg(long)]
+    no_python: bool,
+    /// 300 images and 3 timed batches: a smoke test.
+    #[arg(long)]
+    quick: bool,
 }
 
-fn options() -> Result<Options, String> {
-    let usage = "usage: images [--photos DIR] [--images N] [--python EXE] [--quick]";
-    let mut options = Options {
-        photos: std::env::var_os("ZRECORD_BENCH_PHOTOS")
-            .map(PathBuf::from)
-            .unwrap_or_default(),
-        images: 2000,
-        python: Some("python3".into()),
-        batches: 16,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = || {
-            args.next()
-                .ok_or_else(|| format!("{arg} needs a value\n{usage}"))
-        };
-        match arg.as_str() {
-            "--photos" => options.photos = value()?.into(),
-            "--images" => options.images = value()?.parse().map_err(|e| format!("{e}"))?,
-            "--python" => options.python = Some(value()?),
-            "--no-python" => options.python = None,
-            "--quick" => {
-                options.images = 300;
-                options.batches = 3;
-            }
-            _ => return Err(usage.into()),
-        }
+impl Options {
+    fn photos(&self) -> PathBuf {
+        self.photos.clone().unwrap_or_else(|| {
+            std::env::var_os("ZRECORD_BENCH_PHOTOS")
+                .map(PathBuf::from)
+                .unwrap_or_default()
+        })
     }
-    Ok(options)
+
+    fn python(&self) -> Option<&str> {
+        (!self.no_python).then_some(self.python.as_str())
+    }
+
+    fn images(&self) -> usize {
+        if self.quick { 300 } else { self.images }
+    }
+
+    fn batches(&self) -> usize {
+        if self.quick { 3 } else { 16 }
+    }
 }
 
 /// The benchmark's data: `n` 500×375 RGB images cut from the photographs,
@@ -291,15 +296,9 @@ fn python_peer(
 }
 
 fn main() -> Result<(), BoxError> {
-    let options = match options() {
-        Ok(o) => o,
-        Err(message) => {
-            eprintln!("{message}");
-            std::process::exit(2);
-        }
-    };
+    let options = <Options as clap::Parser>::parse();
     let mut photos: Vec<Vec<u8>> = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(&options.photos) {
+    if let Ok(entries) = std::fs::read_dir(options.photos()) {
         let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
         paths.sort();
         photos = paths
@@ -312,7 +311,7 @@ fn main() -> Result<(), BoxError> {
         println!(
             "images: skipped, no photographs in {} (pass --photos DIR: a folder of JPEG/PNG photos, \
              e.g. scikit-image's data folder)",
-            options.photos.display()
+            options.photos().display()
         );
         return Ok(());
     }
@@ -320,11 +319,11 @@ fn main() -> Result<(), BoxError> {
     println!(
         "# Image loading: decode → RandomResizedCrop 224 → flip → normalise → f32 CHW, batch {BATCH}\n\n\
          {} images of 500×375 cut from {} photographs; {cores} cores; load average at start {}",
-        options.images,
+        options.images(),
         photos.len(),
         load_average()
     );
-    let rgb = generate(&photos, options.images)?;
+    let rgb = generate(&photos, options.images())?;
     let dir = tempfile::tempdir()?;
     for (format, encode) in [
         ("JPEG q90 4:2:0", encode_jpeg as fn(&[u8]) -> _),
@@ -358,14 +357,14 @@ fn main() -> Result<(), BoxError> {
             let (loader_rate, rss) = loader(
                 &store,
                 threads,
-                options.batches.min(files.len() / BATCH * 2).max(1),
+                options.batches().min(files.len() / BATCH * 2).max(1),
             )?;
-            let peer = match &options.python {
+            let peer = match options.python() {
                 Some(python) => python_peer(
                     python,
                     folder.parent().unwrap_or(&folder),
                     threads,
-                    options.batches.min(4),
+                    options.batches().min(4),
                 ),
                 None => Err("--no-python".into()),
             };
