@@ -308,10 +308,15 @@ fn main() -> Result<(), BoxError> {
             .collect();
     }
     if photos.is_empty() {
+        let photos = options.photos();
+        let place = if photos.as_os_str().is_empty() {
+            "given".to_string()
+        } else {
+            format!("in {}", photos.display())
+        };
         println!(
-            "images: skipped, no photographs in {} (pass --photos DIR: a folder of JPEG/PNG photos, \
-             e.g. scikit-image's data folder)",
-            options.photos().display()
+            "images: skipped, no photographs {place} (pass --photos DIR or set \
+             $ZRECORD_BENCH_PHOTOS: a folder of JPEG/PNG photos, e.g. scikit-image's data folder)"
         );
         return Ok(());
     }
