@@ -286,23 +286,15 @@ impl Snapshot<'_> {
     /// Pass 2 of a raw gather: plain copies of `width` bytes (large records
     /// through [`copy_record`]), without the trailers.
     fn copy_raw(&self, sources: &[(u64, &[u8])], dst: &mut [u8], width: usize) -> Result<()> {
-        if width >= LARGE_RECORD {
-            let streaming = dst.len() >= STREAMING_BATCH;
-            let fill = |(out, &(_, stored)): (&mut [u8], &(u64, &[u8]))| {
-                copy_record(out, &stored[..width], streaming)
-            };
-            if self.parallel(dst.len(), sources.len()) {
-                dst.par_chunks_mut(width)
-                    .zip(sources.par_iter())
-                    .with_min_len(min_len(sources.len()))
-                    .for_each(fill);
-            } else {
-                dst.chunks_mut(width).zip(sources).for_each(fill);
-            }
-            return Ok(());
-        }
+        let large = width >= LARGE_RECORD;
+        let streaming = dst.len() >= STREAMING_BATCH;
         let fill = |(out, &(_, stored)): (&mut [u8], &(u64, &[u8]))| {
-            out.copy_from_slice(&stored[..width]);
+            let body = &stored[..width];
+            if large {
+                copy_record(out, body, streaming);
+            } else {
+                out.copy_from_slice(body);
+            }
         };
         if self.parallel(dst.len(), sources.len()) {
             dst.par_chunks_mut(width)
