@@ -6,7 +6,7 @@ use zsampler::Mode;
 
 use crate::config::Config;
 use crate::loader::{Loader, Transform};
-use crate::{Batch, LoaderState, Result, Stream};
+use crate::{Batch, LastBatch, LoaderState, Result, Stream};
 
 /// Configures a [`Loader`]; every check happens in [`build`](Self::build).
 ///
@@ -69,6 +69,15 @@ impl<T: Send + 'static> LoaderBuilder<T> {
     /// The sampling mode (default [`Mode::Cyclic`]).
     pub fn mode(mut self, mode: Mode) -> Self {
         self.config.mode = mode;
+        self
+    }
+
+    /// What a sequential loader does at the end of the data (default
+    /// [`LastBatch::Wrap`]); [`LastBatch::Short`] reads the data in passes
+    /// that see every record exactly once, for evaluation. Not part of a
+    /// [`LoaderState`]: set it again when resuming.
+    pub fn last_batch(mut self, last_batch: LastBatch) -> Self {
+        self.config.last_batch = last_batch;
         self
     }
 
@@ -143,7 +152,8 @@ impl<T: Send + 'static> LoaderBuilder<T> {
     /// streams), [`SubsetOutOfRange`], [`Sampler`] for a bad sampling
     /// configuration (batch larger than the data for cyclic modes, a world
     /// size that does not divide the batch, ...), [`StateMismatch`] for a
-    /// state saved over other data, [`Spawn`].
+    /// state saved over other data, [`ShortLastBatchNeedsSequential`],
+    /// [`Spawn`].
     ///
     /// [`NoStreams`]: crate::Error::NoStreams
     /// [`DuplicateStream`]: crate::Error::DuplicateStream
@@ -151,6 +161,7 @@ impl<T: Send + 'static> LoaderBuilder<T> {
     /// [`SubsetOutOfRange`]: crate::Error::SubsetOutOfRange
     /// [`Sampler`]: crate::Error::Sampler
     /// [`StateMismatch`]: crate::Error::StateMismatch
+    /// [`ShortLastBatchNeedsSequential`]: crate::Error::ShortLastBatchNeedsSequential
     /// [`Spawn`]: crate::Error::Spawn
     pub fn build(self) -> Result<Loader<T>> {
         let sampler = self.config.check()?;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use zsampler::{Mode, Sampler, SamplerState};
 
-use crate::{Error, Result, Stream};
+use crate::{Error, LastBatch, Result, Stream};
 
 /// A loader's configuration: its streams, how it samples, and its threads.
 ///
@@ -17,6 +17,7 @@ pub(crate) struct Config {
     pub(crate) batch_size: u64,
     pub(crate) seed: u64,
     pub(crate) mode: Mode,
+    pub(crate) last_batch: LastBatch,
     pub(crate) shard: Option<(u64, u64)>,
     pub(crate) subset: Option<Arc<[u64]>>,
     pub(crate) start_step: u64,
@@ -26,7 +27,7 @@ pub(crate) struct Config {
 }
 
 impl Config {
-    /// The defaults: [`Mode::Cyclic`], seed 0, rank 0 of 1, step 0, 2
+    /// The defaults: [`Mode::Cyclic`], [`LastBatch::Wrap`], seed 0, rank 0 of 1, step 0, 2
     /// workers, prefetch 4.
     pub(crate) fn new(batch_size: u64) -> Config {
         Config {
@@ -34,6 +35,7 @@ impl Config {
             batch_size,
             seed: 0,
             mode: Mode::Cyclic,
+            last_batch: LastBatch::Wrap,
             shard: None,
             subset: None,
             start_step: 0,

@@ -47,6 +47,14 @@ pub enum Error {
     #[error(transparent)]
     Sampler(#[from] zsampler::Error),
 
+    /// A short last batch is a property of sequential passes; the shuffling
+    /// modes define their own cycles.
+    #[error("a short last batch needs Mode::Sequential, but the loader samples in {mode} mode")]
+    ShortLastBatchNeedsSequential {
+        /// The loader's mode.
+        mode: zsampler::Mode,
+    },
+
     /// A saved state does not fit these streams.
     #[error("the saved state was taken over {state_len} records, the streams have {len}")]
     StateMismatch {

@@ -40,6 +40,7 @@ mod column;
 mod config;
 mod counters;
 mod error;
+mod last_batch;
 mod loader;
 mod packing;
 mod pool;
@@ -52,6 +53,7 @@ pub use column::{Column, DenseColumn};
 pub use config::check_streams;
 pub use counters::{CounterSnapshot, Counters};
 pub use error::{Error, Result};
+pub use last_batch::LastBatch;
 pub use loader::{Loader, Steps};
 pub use packing::{
     Cursor, DEFAULT_WINDOW, Documents, PackedBatch, PackedLoader, PackedLoaderBuilder, PackedState,

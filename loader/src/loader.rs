@@ -17,6 +17,7 @@ use std::time::Instant;
 use zsampler::Sampler;
 
 use crate::config::Config;
+use crate::last_batch::Passes;
 use crate::pool::Pool;
 use crate::{Batch, Counters, Error, LoaderState, Result, Stream};
 
@@ -56,6 +57,7 @@ pub struct Loader<T> {
     shared: Arc<Shared<T>>,
     threads: Vec<JoinHandle<()>>,
     sampler: Sampler,
+    passes: Passes,
     counters: Arc<Counters>,
 }
 
@@ -79,6 +81,7 @@ struct Queue<T> {
 /// What a worker needs to build any step.
 struct Job<T> {
     sampler: Sampler,
+    passes: Passes,
     streams: Vec<Stream>,
     /// Stream names, in the order of `streams`.
     names: Arc<[Arc<str>]>,
@@ -100,6 +103,7 @@ impl<T: Send + 'static> Loader<T> {
         transform: Transform<T>,
         sampler: Sampler,
     ) -> Result<Loader<T>> {
+        let passes = Passes::new(&sampler, config.last_batch)?;
         let counters = Arc::new(Counters::default());
         let names: Arc<[Arc<str>]> = config
             .streams
@@ -109,6 +113,7 @@ impl<T: Send + 'static> Loader<T> {
         let step = sampler.step();
         let job = Arc::new(Job {
             sampler: sampler.clone(),
+            passes,
             streams: config.streams.into_iter().map(|(_, s)| s).collect(),
             names,
             pool: Arc::new(Pool::new(
@@ -133,6 +138,7 @@ impl<T: Send + 'static> Loader<T> {
             shared,
             threads: Vec::new(),
             sampler,
+            passes,
             counters,
         };
         for w in 0..config.workers {
@@ -207,15 +213,25 @@ impl<T: Send + 'static> Loader<T> {
         &self.sampler
     }
 
-    /// Records in each of this rank's batches.
+    /// Records in each of this rank's batches (in every batch but the last
+    /// of a pass with [`LastBatch::Short`](crate::LastBatch::Short)).
     pub fn batch_size(&self) -> usize {
         self.sampler.local_batch_size()
     }
 
+    /// Records in this rank's batch of `step`: the batch size, or what is
+    /// left of the pass in a short last batch (0 for a rank whose slice
+    /// lies past the end of the data).
+    pub fn batch_len(&self, step: u64) -> usize {
+        self.passes.batch_len(step)
+    }
+
     /// Steps that make one pass over the data (`⌊len / global batch⌋`, at
-    /// least 1): the natural length of an "epoch" for [`steps`](Self::steps).
+    /// least 1; `⌈len / global batch⌉` with
+    /// [`LastBatch::Short`](crate::LastBatch::Short)): the natural length of
+    /// an "epoch" for [`steps`](Self::steps).
     pub fn steps_per_epoch(&self) -> u64 {
-        (self.sampler.len() / self.sampler.global_batch_size()).max(1)
+        self.passes.steps_per_pass()
     }
 
     /// A finite view of the next `n` steps, for code that thinks in epochs.
@@ -315,7 +331,9 @@ impl<T> Job<T> {
         let start = Instant::now();
         let (mut indices, mut columns) = self.pool.take(&self.streams);
         indices.resize(self.sampler.local_batch_size(), 0);
-        self.sampler.fill_batch(step, &mut indices);
+        self.sampler
+            .fill_batch(self.passes.sampler_step(step), &mut indices);
+        indices.truncate(self.passes.batch_len(step));
         let mut bytes = 0;
         for ((name, stream), column) in self.names.iter().zip(&self.streams).zip(&mut columns) {
             match stream.gather_into(&indices, column) {

@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use burn::data::dataloader::{DataLoader, DataLoaderIterator, Progress};
 use burn::data::dataset::DatasetError;
 use burn::tensor::Device;
-use zrecord_loader::{Batch, CounterSnapshot, Counters, Loader, LoaderBuilder, Mode, Stream};
+use zrecord_loader::{
+    Batch, CounterSnapshot, Counters, LastBatch, Loader, LoaderBuilder, Mode, Stream,
+};
 
 use crate::{Error, Result};
 
@@ -24,7 +26,9 @@ pub enum EpochMode {
     #[default]
     Continue,
     /// Every epoch is the same steps `0 .. S`. For validation and test sets,
-    /// usually with [`Mode::Sequential`].
+    /// with [`Mode::Sequential`]: then each epoch is, by default, one pass
+    /// that sees every record exactly once (see
+    /// [`last_batch`](StoreDataLoaderBuilder::last_batch)).
     Repeat,
 }
 
@@ -39,6 +43,9 @@ pub enum EpochMode {
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct StoreDataLoaderBuilder {
     loader: LoaderBuilder<Batch>,
+    /// The sampling mode given to `loader`, to choose the default last batch.
+    mode: Mode,
+    last_batch: Option<LastBatch>,
     steps_per_epoch: Option<u64>,
     epoch_mode: EpochMode,
     first_epoch: u64,
@@ -60,8 +67,6 @@ impl StoreDataLoaderBuilder {
     loader_setters! {
         /// Adds a stream: see [`LoaderBuilder::stream`].
         fn stream(name: impl Into<String>, stream: impl Into<Stream>);
-        /// The sampling mode: see [`LoaderBuilder::mode`].
-        fn mode(mode: Mode);
         /// The seed: see [`LoaderBuilder::seed`].
         fn seed(seed: u64);
         /// This process's share of every global batch: see
@@ -78,7 +83,27 @@ impl StoreDataLoaderBuilder {
         fn prefetch(batches: usize);
     }
 
-    /// Steps in one epoch (default: one pass over the data, `⌊len / batch⌋`).
+    /// The sampling mode: see [`LoaderBuilder::mode`].
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.loader = self.loader.mode(mode);
+        self.mode = mode;
+        self
+    }
+
+    /// What a [`Mode::Sequential`] loader does with the records that do not
+    /// fill a whole batch: see [`LastBatch`].
+    ///
+    /// The default is [`LastBatch::Short`] for [`Mode::Sequential`] with
+    /// [`EpochMode::Repeat`] — a validation or test loader, whose every
+    /// epoch then scores each record exactly once, the last batch holding
+    /// what is left — and [`LastBatch::Wrap`] otherwise.
+    pub fn last_batch(mut self, last_batch: LastBatch) -> Self {
+        self.last_batch = Some(last_batch);
+        self
+    }
+
+    /// Steps in one epoch (default: one pass over the data, `⌊len / batch⌋`
+    /// steps, or `⌈len / batch⌉` with a short last batch).
     pub fn steps_per_epoch(mut self, steps: u64) -> Self {
         self.steps_per_epoch = Some(steps);
         self
@@ -112,7 +137,7 @@ impl StoreDataLoaderBuilder {
     /// streams, two of one name or of different lengths, a batch larger than
     /// the data in a cyclic mode, a world size that does not divide the
     /// batch, a subset out of range.
-    pub fn build<O, F>(self, device: &Device, convert: F) -> Result<StoreDataLoader<O>>
+    pub fn build<O, F>(mut self, device: &Device, convert: F) -> Result<StoreDataLoader<O>>
     where
         O: Send + 'static,
         F: Fn(Batch, &Device) -> Result<O> + Send + Sync + 'static,
@@ -122,28 +147,49 @@ impl StoreDataLoaderBuilder {
                 "an epoch needs at least one step".into(),
             ));
         }
+        let last_batch = self.last_batch.unwrap_or(
+            if self.mode == Mode::Sequential && self.epoch_mode == EpochMode::Repeat {
+                LastBatch::Short
+            } else {
+                LastBatch::Wrap
+            },
+        );
+        self.loader = self.loader.last_batch(last_batch);
         // Build a loader once to check the configuration and learn the batch
         // geometry; it is dropped at once (one worker, one batch).
         let probe = self.loader.clone().workers(1).prefetch(1).build()?;
         let batch_size = probe.batch_size();
         let start_step = probe.step();
-        let steps_per_epoch = self.steps_per_epoch.unwrap_or(probe.steps_per_epoch());
+        let pass = probe.steps_per_epoch();
+        let short = (last_batch == LastBatch::Short).then(|| (pass, probe.batch_len(pass - 1)));
+        // A rank whose slice of the short batch is empty ends its pass a step
+        // early; its epochs still start a whole pass apart.
+        let (steps_per_epoch, epoch_stride) = match (self.steps_per_epoch, short) {
+            (Some(steps), _) => (steps, steps),
+            (None, Some((pass, 0))) => (pass - 1, pass),
+            (None, _) => (pass, pass),
+        };
         drop(probe);
         let first_epoch = self.first_epoch;
-        Ok(StoreDataLoader {
+        let mut loader = StoreDataLoader {
             config: Arc::new(self),
             convert: Arc::new(convert),
             device: device.clone(),
             steps: 0..steps_per_epoch,
             start_step,
             steps_per_epoch,
+            epoch_stride,
             batch_size,
+            short,
+            num_items: 0,
             counters: Arc::new(Mutex::new(Vec::new())),
             state: Mutex::new(State {
                 loader: None,
                 next_epoch: first_epoch,
             }),
-        })
+        };
+        loader.num_items = loader.items_of_epoch(first_epoch);
+        Ok(loader)
     }
 }
 
@@ -157,7 +203,8 @@ impl StoreDataLoaderBuilder {
 /// one pass by default). Every call of [`iter`](DataLoader::iter) serves the
 /// next epoch ([`EpochMode::Continue`]) or the same one
 /// ([`EpochMode::Repeat`]); epoch `e` is always sampler steps
-/// `start + e·S + r` for `r` in the loader's step range, whatever happened
+/// `start + e·S + r` for `r` in the loader's step range (`S` a whole pass
+/// for a rank whose slice of a short last batch is empty), whatever happened
 /// before — an iterator dropped half-way, a second iterator, a
 /// [`to_device`](DataLoader::to_device) copy. The prefetching threads carry
 /// on across an epoch boundary when the next epoch follows on, and restart at
@@ -165,8 +212,15 @@ impl StoreDataLoaderBuilder {
 ///
 /// # Items and slices
 ///
-/// [`num_items`](DataLoader::num_items) is steps × this rank's batch size,
-/// and [`progress`](DataLoaderIterator::progress) counts the items served.
+/// [`num_items`](DataLoader::num_items) is the records an epoch serves
+/// this rank — steps × batch size, less what a short last batch lacks — and
+/// [`progress`](DataLoaderIterator::progress) counts the records served.
+///
+/// A training loader ([`Mode::Cyclic`]) serves `⌊len / batch⌋` full batches
+/// per epoch, each epoch a fresh permutation (the records left over differ
+/// every epoch). A validation or test loader — [`Mode::Sequential`] with
+/// [`EpochMode::Repeat`] — serves every record exactly once per epoch, in
+/// `⌈len / batch⌉` batches, the last one short, for any batch size.
 /// [`slice(start, end)`](DataLoader::slice) keeps Burn's item positions but
 /// never splits a batch: it keeps **the steps whose first item lies in
 /// `start..end`**, so adjacent slices partition each epoch's steps exactly
@@ -225,8 +279,15 @@ pub struct StoreDataLoader<O> {
     /// The sampler step of epoch 0's first batch.
     start_step: u64,
     steps_per_epoch: u64,
+    /// Sampler steps from one epoch's first batch to the next one's.
+    epoch_stride: u64,
     /// Records per batch on this rank.
     batch_size: usize,
+    /// With a short last batch: steps per pass, and this rank's records in
+    /// the pass's last batch.
+    short: Option<(u64, usize)>,
+    /// Records of [`steps`](Self::steps) in the first epoch served.
+    num_items: usize,
     /// Counters of every loader this one and its copies have run.
     counters: Arc<Mutex<Vec<Arc<Counters>>>>,
     state: Mutex<State<O>>,
@@ -248,6 +309,8 @@ impl StoreDataLoader<()> {
     pub fn builder(batch_size: u64) -> StoreDataLoaderBuilder {
         StoreDataLoaderBuilder {
             loader: Loader::builder(batch_size),
+            mode: Mode::default(),
+            last_batch: None,
             steps_per_epoch: None,
             epoch_mode: EpochMode::Continue,
             first_epoch: 0,
@@ -267,9 +330,26 @@ impl<O: Send + 'static> StoreDataLoader<O> {
         self.steps.clone()
     }
 
-    /// Records in each batch (this rank's share of the global batch).
+    /// Records in each batch (this rank's share of the global batch); the
+    /// last batch of a pass may hold fewer ([`LastBatch::Short`]).
     pub fn batch_size(&self) -> usize {
         self.batch_size
+    }
+
+    /// Records this rank's batch of sampler step `step` holds.
+    pub fn batch_len(&self, step: u64) -> usize {
+        match self.short {
+            Some((pass, last)) if step % pass == pass - 1 => last,
+            _ => self.batch_size,
+        }
+    }
+
+    /// Records in this loader's steps of `epoch`.
+    fn items_of_epoch(&self, epoch: u64) -> usize {
+        self.steps
+            .clone()
+            .map(|r| self.batch_len(self.step_of(epoch, r)))
+            .fold(0usize, usize::saturating_add)
     }
 
     /// The device batches are converted for.
@@ -285,7 +365,7 @@ impl<O: Send + 'static> StoreDataLoader<O> {
     /// The sampler step of position `r` of `epoch` (relative to the epoch's start).
     pub fn step_of(&self, epoch: u64, r: u64) -> u64 {
         self.start_step
-            .saturating_add(epoch.saturating_mul(self.steps_per_epoch))
+            .saturating_add(epoch.saturating_mul(self.epoch_stride))
             .saturating_add(r)
     }
 
@@ -317,20 +397,25 @@ impl<O: Send + 'static> StoreDataLoader<O> {
 
     /// A copy with another device and step range, serving the same next epoch.
     fn derive(&self, device: &Device, steps: Range<u64>) -> StoreDataLoader<O> {
-        StoreDataLoader {
+        let mut derived = StoreDataLoader {
             config: Arc::clone(&self.config),
             convert: Arc::clone(&self.convert),
             device: device.clone(),
             steps,
             start_step: self.start_step,
             steps_per_epoch: self.steps_per_epoch,
+            epoch_stride: self.epoch_stride,
             batch_size: self.batch_size,
+            short: self.short,
+            num_items: 0,
             counters: Arc::clone(&self.counters),
             state: Mutex::new(State {
                 loader: None,
                 next_epoch: self.next_epoch(),
             }),
-        }
+        };
+        derived.num_items = derived.items_of_epoch(self.config.first_epoch);
+        derived
     }
 
     /// The batch of sampler step `step`, (re)starting the loader there if it
@@ -376,12 +461,12 @@ impl<O: Send + 'static> DataLoader<O> for StoreDataLoader<O> {
             loader: self,
             epoch,
             next: self.steps.start,
+            items: 0,
         })
     }
 
     fn num_items(&self) -> usize {
-        let steps = usize::try_from(self.steps.end - self.steps.start).unwrap_or(usize::MAX);
-        steps.saturating_mul(self.batch_size)
+        self.num_items
     }
 
     fn to_device(&self, device: &Device) -> Arc<dyn DataLoader<O>> {
@@ -407,6 +492,8 @@ struct EpochIter<'a, O> {
     epoch: u64,
     /// The next position in the epoch (relative step).
     next: u64,
+    /// Records in the batches served so far.
+    items: usize,
 }
 
 impl<O: Send + 'static> Iterator for EpochIter<'_, O> {
@@ -418,6 +505,7 @@ impl<O: Send + 'static> Iterator for EpochIter<'_, O> {
         }
         let step = self.loader.step_of(self.epoch, self.next);
         self.next += 1;
+        self.items = self.items.saturating_add(self.loader.batch_len(step));
         Some(self.loader.batch_at(step).map_err(DatasetError::from))
     }
 
@@ -429,11 +517,6 @@ impl<O: Send + 'static> Iterator for EpochIter<'_, O> {
 
 impl<O: Send + 'static> DataLoaderIterator<O> for EpochIter<'_, O> {
     fn progress(&self) -> Progress {
-        let steps = usize::try_from(self.next - self.loader.steps.start).unwrap_or(usize::MAX);
-        Progress::new(
-            steps.saturating_mul(self.loader.batch_size),
-            self.loader.num_items(),
-            Some("items".into()),
-        )
+        Progress::new(self.items, self.loader.num_items(), Some("items".into()))
     }
 }

@@ -100,7 +100,7 @@ pub use error::{Error, Result};
 #[cfg(feature = "vision")]
 pub use images::image_tensor;
 pub use packed::{PackedTensors, block_causal_mask, packed_tensors};
-pub use zrecord_loader::{Batch, CounterSnapshot, Mode, Stream};
+pub use zrecord_loader::{Batch, CounterSnapshot, LastBatch, Mode, Stream};
 /// Image transforms for the converter: decode, crop, flip, normalise (feature `vision`).
 #[cfg(feature = "vision")]
 pub use zrecord_vision as vision;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use burn::data::dataloader::DataLoader;
 use burn::tensor::Device;
 use zrecord::{Codec, DenseStore};
-use zrecord_burn::{EpochMode, Error, Mode, StoreDataLoader, StoreDataLoaderBuilder};
+use zrecord_burn::{EpochMode, Error, LastBatch, Mode, StoreDataLoader, StoreDataLoaderBuilder};
 
 /// 100 records whose value is their index.
 fn builder(dir: &std::path::Path, name: &str, batch: u64) -> StoreDataLoaderBuilder {
@@ -109,6 +109,89 @@ fn repeat_mode_serves_the_same_steps_every_epoch() {
     assert_eq!(first.concat(), (0..100).collect::<Vec<i64>>());
     assert_eq!(epoch(&loader), first);
     assert_eq!(epoch(&loader), first);
+}
+
+/// A validation loader over the first `len` of the 100 records.
+fn validation(dir: &std::path::Path, name: &str, len: u64, batch: u64) -> StoreDataLoaderBuilder {
+    builder(dir, name, batch)
+        .subset((0..len).collect::<Vec<u64>>())
+        .mode(Mode::Sequential)
+        .epoch_mode(EpochMode::Repeat)
+}
+
+#[test]
+fn a_validation_epoch_serves_every_record_once_at_any_batch_size() {
+    let dir = tempfile::tempdir().unwrap();
+    for len in [1u64, 7, 10, 31] {
+        for batch in 1..=len + 2 {
+            let loader = values(validation(
+                dir.path(),
+                &format!("v{len}-{batch}"),
+                len,
+                batch,
+            ));
+            assert_eq!(loader.num_items(), len as usize, "len {len}, batch {batch}");
+            for _ in 0..2 {
+                let mut iter = loader.iter();
+                let mut seen = Vec::new();
+                while let Some(b) = iter.next() {
+                    seen.extend(b.unwrap());
+                    assert_eq!(iter.progress().items_processed, seen.len());
+                }
+                assert_eq!(seen, (0..len as i64).collect::<Vec<_>>(), "batch {batch}");
+            }
+        }
+    }
+}
+
+#[test]
+fn validation_ranks_and_slices_together_serve_every_record_once() {
+    let dir = tempfile::tempdir().unwrap();
+    // 10 records, global batch 8 over 2 ranks: rank 1 has no share of the
+    // short last batch, so its epoch is one step.
+    let ranks: Vec<_> = (0..2)
+        .map(|r| values(validation(dir.path(), &format!("r{r}"), 10, 8).shard(r, 2)))
+        .collect();
+    assert_eq!(
+        ranks.iter().map(|r| r.num_items()).collect::<Vec<_>>(),
+        [6, 4]
+    );
+    assert_eq!(
+        ranks
+            .iter()
+            .map(|r| r.steps_per_epoch())
+            .collect::<Vec<_>>(),
+        [2, 1]
+    );
+    for _ in 0..2 {
+        let mut all: Vec<i64> = ranks.iter().flat_map(|r| epoch(r).concat()).collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..10).collect::<Vec<_>>());
+    }
+    // Burn's split_dataloader over a validation loader: 23 records in 5 steps.
+    let whole: Arc<dyn DataLoader<Vec<i64>>> = Arc::new(values(validation(dir.path(), "s", 23, 5)));
+    let parts = [whole.slice(0, 12), whole.slice(12, 23)];
+    assert_eq!(parts.iter().map(|p| p.num_items()).sum::<usize>(), 23);
+    let joined: Vec<i64> = parts
+        .iter()
+        .flat_map(|p| epoch(p.as_ref()).concat())
+        .collect();
+    assert_eq!(joined, (0..23).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_wrapping_validation_loader_is_still_available() {
+    let dir = tempfile::tempdir().unwrap();
+    let loader = values(validation(dir.path(), "w", 10, 4).last_batch(LastBatch::Wrap));
+    assert_eq!((loader.steps_per_epoch(), loader.num_items()), (2, 8));
+    let short = values(
+        validation(dir.path(), "s", 10, 4)
+            .epoch_mode(EpochMode::Continue)
+            .last_batch(LastBatch::Short),
+    );
+    let epochs: Vec<Vec<i64>> = (0..2).map(|_| epoch(&short).concat()).collect();
+    assert_eq!(epochs[0], (0..10).collect::<Vec<_>>());
+    assert_eq!(epochs[1], epochs[0]);
 }
 
 #[test]
