@@ -91,6 +91,7 @@ mod format;
 #[doc(hidden)]
 pub mod fuzzing;
 mod hooks;
+mod lengths;
 mod options;
 mod padding;
 mod ragged;
@@ -113,6 +114,7 @@ pub use foreign::npy;
 #[doc(hidden)]
 pub use format::meta::Geometry;
 pub use format::{FORMAT_VERSION, OLDEST_FORMAT_VERSION};
+pub use lengths::LengthStats;
 pub use options::OpenOptions;
 pub use padding::{PaddedBatch, Padding};
 pub use ragged::{DynRaggedStore, RaggedStore};

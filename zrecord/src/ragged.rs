@@ -13,9 +13,10 @@ use crate::common::{store_methods, training_indices};
 use crate::dtype::validate_bytes;
 use crate::engine::Engine;
 use crate::format::{Geometry, TypeIdentity, decode_shape, encode_shape};
+use crate::lengths::LengthHistogram;
 use crate::{
-    Codec, DType, DictTier, Dictionary, DynRaggedBatch, DynVec, Element, Error, OpenOptions,
-    RaggedBatch, RaggedLayout, Result, StoreKind,
+    Codec, DType, DictTier, Dictionary, DynRaggedBatch, DynVec, Element, Error, LengthStats,
+    OpenOptions, RaggedBatch, RaggedLayout, Result, StoreKind,
 };
 
 /// A ragged store whose dtype is known at run time.
@@ -283,6 +284,51 @@ impl DynRaggedStore {
         Ok(out)
     }
 
+    /// Statistics of the records' lengths in elements (count, total, min,
+    /// max, mean, p50/p90/p99), from the record table alone: one table entry
+    /// per record, no payload or shape read, memory fixed however large the
+    /// store. Quantiles are approximate (less than 1/16 high, see
+    /// [`LengthStats`]); the rest is exact.
+    ///
+    /// ```
+    /// use zrecord::{Codec, RaggedStore};
+    /// # let dir = tempfile::tempdir()?;
+    /// let tokens = RaggedStore::<u32>::create(dir.path().join("tokens"), Codec::Zstd)?;
+    /// tokens.append_slices(&[vec![1, 2, 3], vec![4], vec![5, 6]])?;
+    /// let lengths = tokens.as_dyn().length_stats()?;
+    /// assert_eq!((lengths.records, lengths.total), (3, 6));
+    /// assert_eq!((lengths.min, lengths.p50, lengths.max), (1, 2, 3));
+    /// assert_eq!(lengths.mean, 2.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::CorruptRecord`] if a table entry is missing, claims more
+    /// than the format allows, or holds a byte length that is not a whole
+    /// number of elements.
+    pub fn length_stats(&self) -> Result<LengthStats> {
+        let snap = self.engine.snapshot();
+        let size = self.dtype.size() as u64;
+        let mut histogram = LengthHistogram::new();
+        for index in 0..snap.len() {
+            let loc = snap.loc(index, 0)?;
+            snap.check_entry(index, loc, snap.is_raw())?;
+            let bytes = u64::from(loc.logic_len);
+            if bytes % size != 0 {
+                return Err(Error::CorruptRecord {
+                    path: self.path().into(),
+                    index,
+                    reason: format!(
+                        "its {bytes} payload bytes are not a whole number of {}-byte {} elements",
+                        size, self.dtype
+                    ),
+                });
+            }
+            histogram.add(bytes / size);
+        }
+        Ok(histogram.finish())
+    }
+
     /// Trains a zstd dictionary on an evenly strided sample of the payloads,
     /// sized by `tier`, for a new `zstd_dict` store of this data.
     ///
@@ -489,6 +535,26 @@ impl<T: Element> RaggedStore<T> {
                 index,
                 len: self.len(),
             })
+    }
+
+    /// Statistics of the records' lengths in elements, from the record table
+    /// alone; see [`DynRaggedStore::length_stats`].
+    ///
+    /// ```
+    /// use zrecord::{Codec, RaggedStore};
+    /// # let dir = tempfile::tempdir()?;
+    /// let tokens = RaggedStore::<i64>::create(dir.path().join("tokens"), Codec::Zstd)?;
+    /// tokens.append_slices(&[vec![1, 2, 3], vec![4], vec![5, 6]])?;
+    /// let lengths = tokens.length_stats()?;
+    /// assert_eq!((lengths.min, lengths.max, lengths.total), (1, 3, 6));
+    /// assert_eq!(lengths.mean, 2.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`DynRaggedStore::length_stats`].
+    pub fn length_stats(&self) -> Result<LengthStats> {
+        self.inner.length_stats()
     }
 
     /// Trains a dictionary on a strided sample of the records; see

@@ -342,6 +342,57 @@ fn files_and_lines_round_trip() {
 }
 
 #[test]
+fn info_shows_record_lengths_of_ragged_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let tokens =
+        zrecord::RaggedStore::<u32>::create(d.join("tokens"), zrecord::Codec::Zstd).unwrap();
+    let records: Vec<Vec<u32>> = (1..=40u32).map(|n| (0..n).collect()).collect();
+    tokens.append_slices(&records).unwrap();
+    tokens.append_slices(&[vec![9u32; 120]]).unwrap();
+    drop(tokens);
+    let text = ok(&[&"info", &d.join("tokens")]);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("lengths"))
+        .unwrap_or_else(|| panic!("no lengths line in {text}"));
+    assert!(
+        line.contains("min 1 ") && line.contains("max 120 "),
+        "{line}"
+    );
+    // 1..=40 and 120: exact median 21, mean 940 / 41.
+    assert!(
+        line.contains("p50 21 ") && line.contains("mean 22.9 elements"),
+        "{line}"
+    );
+    let info: serde_json::Value =
+        serde_json::from_str(&ok(&[&"info", &d.join("tokens"), &"--json"])).unwrap();
+    let lengths = &info["lengths"];
+    assert_eq!(
+        (lengths["records"].as_u64(), lengths["total"].as_u64()),
+        (Some(41), Some(940))
+    );
+    assert_eq!(
+        (lengths["min"].as_u64(), lengths["max"].as_u64()),
+        (Some(1), Some(120))
+    );
+    // An empty ragged store has no line; a dense store has neither.
+    zrecord::RaggedStore::<u8>::create(d.join("empty"), zrecord::Codec::Raw).unwrap();
+    assert!(!ok(&[&"info", &d.join("empty")]).contains("lengths"));
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&[&"info", &d.join("empty"), &"--json"])).unwrap();
+    assert_eq!(json["lengths"]["records"], 0);
+    let dense =
+        zrecord::DenseStore::<u8>::create(d.join("dense"), &[4], zrecord::Codec::Raw).unwrap();
+    dense.append(&[1; 8]).unwrap();
+    drop(dense);
+    assert!(!ok(&[&"info", &d.join("dense")]).contains("lengths"));
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&[&"info", &d.join("dense"), &"--json"])).unwrap();
+    assert!(json.get("lengths").is_none());
+}
+
+#[test]
 fn verify_finds_a_flipped_byte_and_a_truncated_table() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

@@ -26,8 +26,13 @@ pub(crate) fn run(args: Args) -> Result<()> {
     let on_disk = allocated_bytes(&args.store)?;
     let ratio = stats.logical_bytes as f64 / stats.live_bytes.max(1) as f64;
     let dict = codec.dictionary().map_or(0, |d| d.len());
+    // Ragged stores only: dense records all have the item shape's length.
+    let lengths = match &store {
+        AnyStore::Ragged(ragged) => Some(ragged.length_stats()?),
+        AnyStore::Dense(_) => None,
+    };
     if args.json {
-        let value = json!({
+        let mut value = json!({
             "path": args.store,
             "kind": store.kind().to_string(),
             "dtype": store.dtype().name(),
@@ -43,6 +48,18 @@ pub(crate) fn run(args: Args) -> Result<()> {
             "compression_ratio": ratio,
             "format_version": store.format_version(),
         });
+        if let Some(l) = &lengths {
+            value["lengths"] = json!({
+                "records": l.records,
+                "total": l.total,
+                "min": l.min,
+                "max": l.max,
+                "mean": l.mean,
+                "p50": l.p50,
+                "p90": l.p90,
+                "p99": l.p99,
+            });
+        }
         println!("{}", serde_json::to_string_pretty(&value)?);
         return Ok(());
     }
@@ -53,6 +70,12 @@ pub(crate) fn run(args: Args) -> Result<()> {
         println!("item shape   {shape:?}");
     }
     println!("records      {}", stats.records);
+    if let Some(l) = lengths.filter(|l| l.records > 0) {
+        println!(
+            "lengths      min {}  p50 {}  p90 {}  p99 {}  max {}  mean {:.1} elements",
+            l.min, l.p50, l.p90, l.p99, l.max, l.mean
+        );
+    }
     println!("codec        {codec}");
     if dict > 0 {
         println!("dictionary   {dict} bytes");
