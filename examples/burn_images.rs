@@ -27,11 +27,11 @@ use burn::optim::AdamConfig;
 use burn::tensor::{Device, Int, Tensor};
 use burn::train::metric::{AccuracyMetric, LossMetric};
 use burn::train::{Learner, SupervisedTraining};
+use zrecord_burn::EpochReport;
 use zrecord_burn::vision::{IMAGENET_MEAN, IMAGENET_STD, ImageFolder, Transform};
 use zrecord_burn::{Batch, EpochMode, Mode, StoreDataLoader, dense_tensor, image_tensor};
 use zrecord_examples::cnn::{Cnn, PhotoBatch, accuracy};
 use zrecord_examples::image_folder::{import, write_fashion_pngs};
-use zrecord_examples::report::EpochReport;
 
 const SEED: u64 = 2024;
 

@@ -24,10 +24,10 @@ use burn::tensor::{Device, Int, Tensor};
 use burn::train::metric::{AccuracyMetric, LossMetric};
 use burn::train::{Learner, SupervisedTraining};
 use zrecord::{Codec, DenseStore};
+use zrecord_burn::EpochReport;
 use zrecord_burn::{Batch, EpochMode, Mode, StoreDataLoader, dense_tensor};
 use zrecord_examples::classifier::{ImageBatch, Mlp, accuracy};
 use zrecord_examples::idx;
-use zrecord_examples::report::EpochReport;
 
 /// Command-line options.
 struct Options {

@@ -22,10 +22,10 @@ use burn::tensor::{Device, Int, Tensor};
 use burn::train::metric::{AccuracyMetric, LossMetric};
 use burn::train::{Learner, SupervisedTraining};
 use zrecord::{Codec, DenseStore};
+use zrecord_burn::EpochReport;
 use zrecord_burn::{Batch, EpochMode, Mode, StoreDataLoader, dense_tensor};
 use zrecord_examples::classifier::{ImageBatch, Mlp, accuracy};
 use zrecord_examples::digits;
-use zrecord_examples::report::EpochReport;
 
 /// Every fifth digit is held out for testing.
 fn is_test(index: usize) -> bool {

@@ -9,7 +9,6 @@
 //!   as PNG files) for the `burn_images` example.
 //! * [`gpt`] — a small Burn language model trained from packed token rows
 //!   (the `burn_gpt` example).
-//! * [`report`] — a quiet renderer for Burn's `Learner`: one line per epoch.
 
 pub mod classifier;
 pub mod cnn;
@@ -17,4 +16,3 @@ pub mod digits;
 pub mod gpt;
 pub mod idx;
 pub mod image_folder;
-pub mod report;

@@ -166,6 +166,13 @@ where
     tensor_from_data(tensor_data(values, shape)?, name, device)
 }
 
+/// An element type that both a zrecord store ([`zrecord::Element`]) and a
+/// Burn tensor ([`burn::tensor::Element`]) hold: every numeric type and
+/// `bool` ([`ragged_padded`] takes one).
+pub trait StoreTensorElement: zrecord::Element + burn::tensor::Element {}
+
+impl<T: zrecord::Element + burn::tensor::Element> StoreTensorElement for T {}
+
 /// A ragged stream padded into one tensor: what [`ragged_padded`] returns.
 #[derive(Clone, Debug)]
 pub struct Padded<const D: usize, K: Basic = Int> {
@@ -222,13 +229,13 @@ pub fn ragged_padded<T, const D: usize, K>(
     device: &Device,
 ) -> Result<Padded<D, K>>
 where
-    T: zrecord::Element + burn::tensor::Element,
+    T: StoreTensorElement,
     K: Basic + TensorKind,
 {
-    if !dtype_fits::<K>(T::DTYPE) {
+    if !dtype_fits::<K>(<T as zrecord::Element>::DTYPE) {
         return Err(Error::UnsupportedDType {
             stream: name.into(),
-            dtype: T::DTYPE,
+            dtype: <T as zrecord::Element>::DTYPE,
             kind: K::KIND.as_str(),
         });
     }

@@ -7,6 +7,9 @@
 //!   prefetching worker threads, batches in step order. Hand it to Burn's
 //!   `SupervisedTraining` (the `Learner`) as it is. Epochs are virtual: a
 //!   chosen number of steps of the endless loader.
+//! * `EpochReport` (feature `train`) — a renderer for Burn's `Learner` that
+//!   prints one readable line of metrics per epoch and split, in a terminal
+//!   or a log.
 //! * [`StoreDataset`] — stores as a Burn [`Dataset`](burn::data::dataset::Dataset)
 //!   (one typed item per record; `get_many` is one batch gather), so code
 //!   built on Burn's own `DataLoaderBuilder` keeps working.
@@ -90,9 +93,12 @@ mod error;
 #[cfg(feature = "vision")]
 mod images;
 mod packed;
+#[cfg(feature = "train")]
+mod report;
 
 pub use convert::{
-    Padded, dense_tensor, dtype_fits, ragged_padded, target_dtype, tensor_data, tensor_from_data,
+    Padded, StoreTensorElement, dense_tensor, dtype_fits, ragged_padded, target_dtype, tensor_data,
+    tensor_from_data,
 };
 pub use dataloader::{EpochMode, StoreDataLoader, StoreDataLoaderBuilder};
 pub use dataset::{Record, StoreDataset, StoreDatasetBuilder};
@@ -100,6 +106,8 @@ pub use error::{Error, Result};
 #[cfg(feature = "vision")]
 pub use images::image_tensor;
 pub use packed::{PackedTensors, block_causal_mask, packed_tensors};
+#[cfg(feature = "train")]
+pub use report::EpochReport;
 pub use zrecord_loader::{Batch, CounterSnapshot, LastBatch, Mode, Stream};
 /// Image transforms for the converter: decode, crop, flip, normalise (feature `vision`).
 #[cfg(feature = "vision")]

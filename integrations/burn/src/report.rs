@@ -1,5 +1,5 @@
-//! A quiet renderer for Burn's `Learner`: one line per split and epoch
-//! instead of one per batch.
+//! [`EpochReport`]: a quiet renderer for Burn's `Learner`, one line per
+//! split and epoch.
 
 use std::collections::HashMap;
 
@@ -10,8 +10,22 @@ use burn::train::renderer::{
     MetricsRendererTraining,
 };
 
-/// Prints `epoch 3/10 train Accuracy 96.1  Loss 0.123` at the end of every
-/// split: the mean of each numeric metric over the split.
+/// A renderer for Burn's `Learner` that prints one line per split and epoch —
+/// `epoch 3/10 train Accuracy 96.1000  Loss 0.1230` — the mean of each
+/// numeric metric over the split.
+///
+/// Without Burn's `tui` feature, or when the output is not a terminal (a
+/// log file, CI), Burn's own renderer prints a debug line per batch and no
+/// metric values; this one reads the same in a terminal and in a log.
+///
+/// Give it to the training with `SupervisedTraining::renderer`:
+///
+/// ```
+/// use burn::train::renderer::MetricsRenderer;
+///
+/// let renderer: Box<dyn MetricsRenderer> = Box::new(zrecord_burn::EpochReport::new());
+/// // SupervisedTraining::new(dir, train, valid).renderer(renderer) ...
+/// ```
 #[derive(Default)]
 pub struct EpochReport {
     names: HashMap<MetricId, String>,
