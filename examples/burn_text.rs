@@ -304,6 +304,14 @@ fn run(options: &Options) -> Result<f64, Box<dyn Error>> {
         return Err(format!("scored {total} verses of {}", test.num_items()).into());
     }
     let accuracy = correct as f64 / total.max(1) as f64;
+    let c = train.counters();
+    println!(
+        "loader: {} steps, gather {:.0} ms + pad {:.0} ms on the workers, training loop waited {:.0} ms for data",
+        c.steps_delivered,
+        c.gather_time.as_secs_f64() * 1e3,
+        c.transform_time.as_secs_f64() * 1e3,
+        c.consumer_wait.as_secs_f64() * 1e3,
+    );
     println!(
         "{correct} of {total} held-out verses right in {:.1} s",
         start.elapsed().as_secs_f64()
@@ -322,18 +330,19 @@ fn main() -> Result<(), Box<dyn Error>> {
 mod tests {
     use super::*;
 
-    /// A few steps train and the whole test split is scored.
+    /// A few hundred steps learn more than the class prior, and the whole
+    /// test split is scored (`run` fails unless every verse was).
     #[test]
     fn a_few_steps_train_and_score_every_test_verse() {
         let dir = tempfile::tempdir().unwrap();
         let options = Options {
             epochs: 1,
             batch: 64,
-            steps_per_epoch: Some(20),
+            steps_per_epoch: Some(200),
             stores: dir.path().join("stores"),
         };
         let accuracy = run(&options).unwrap();
-        // The Old Testament is 74 % of the verses; 20 steps learn more than the prior.
-        assert!(accuracy > 0.5, "accuracy {accuracy}");
+        // The Old Testament holds 74 % of the test verses.
+        assert!(accuracy > 0.8, "accuracy {accuracy}");
     }
 }

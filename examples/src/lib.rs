@@ -2,7 +2,6 @@
 //! helpers they share. The candle example lives in `candle/`, a crate of its
 //! own, so these — the quickstart first — build without candle.
 //!
-//! * [`digits`] — the scikit-learn digits set shipped in `examples/data/`.
 //! * [`idx`] — MNIST's IDX files, gzipped or plain.
 //! * [`classifier`] — a small Burn classifier the training examples share.
 //! * [`cnn`] and [`image_folder`] — a small CNN and image folders (Fashion-MNIST
@@ -12,7 +11,6 @@
 
 pub mod classifier;
 pub mod cnn;
-pub mod digits;
 pub mod gpt;
 pub mod idx;
 pub mod image_folder;
