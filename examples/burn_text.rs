@@ -93,11 +93,8 @@ fn words(verse: &str) -> impl Iterator<Item = String> + '_ {
 
 /// Reads the verses, builds the vocabulary from the training verses (words
 /// seen at least twice, most frequent first) and writes the token and label
-/// stores. Returns them and the vocabulary size.
-fn write_stores(
-    text: &Path,
-    dir: &Path,
-) -> Result<(RaggedStore<u32>, DenseStore<i64>, usize), Box<dyn Error>> {
+/// stores.
+fn write_stores(text: &Path, dir: &Path) -> Result<Stores, Box<dyn Error>> {
     let file = std::fs::File::open(text).map_err(|e| format!("{}: {e}", text.display()))?;
     let verses: Vec<String> = BufReader::new(flate2::read::GzDecoder::new(file))
         .lines()
@@ -135,7 +132,18 @@ fn write_stores(
     token_store.append_slices(&tokens)?;
     let label_store = DenseStore::<i64>::create(dir.join("labels"), &[], Codec::Raw)?;
     label_store.append(&labels)?;
-    Ok((token_store, label_store, vocabulary.len() + 2))
+    Ok(Stores {
+        tokens: token_store,
+        labels: label_store,
+        vocabulary: vocabulary.len() + 2,
+    })
+}
+
+/// The verses as word ids, their labels, and the number of word ids.
+struct Stores {
+    tokens: RaggedStore<u32>,
+    labels: DenseStore<i64>,
+    vocabulary: usize,
 }
 
 /// A batch of padded verses and their labels.
@@ -231,7 +239,11 @@ fn score(
 fn run(options: &Options) -> Result<f64, Box<dyn Error>> {
     let start = Instant::now();
     let text = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/kjv.txt.gz");
-    let (tokens, labels, vocabulary) = write_stores(&text, &options.stores)?;
+    let Stores {
+        tokens,
+        labels,
+        vocabulary,
+    } = write_stores(&text, &options.stores)?;
 
     // The verse lengths, from the store's record table: cap padding at the
     // 99th percentile so one long verse does not pad its whole batch.
