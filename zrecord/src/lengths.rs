@@ -17,7 +17,7 @@
 ///
 /// An empty store has every field 0.
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct LengthStats {
     /// Number of records.
     pub records: u64,
@@ -113,16 +113,7 @@ impl LengthHistogram {
 
     pub(crate) fn finish(&self) -> LengthStats {
         if self.records == 0 {
-            return LengthStats {
-                records: 0,
-                total: 0,
-                min: 0,
-                max: 0,
-                mean: 0.0,
-                p50: 0,
-                p90: 0,
-                p99: 0,
-            };
+            return LengthStats::default();
         }
         LengthStats {
             records: self.records,
