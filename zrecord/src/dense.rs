@@ -2,6 +2,7 @@
 
 use std::marker::PhantomData;
 use std::path::Path;
+use std::sync::Arc;
 
 use ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn};
 
@@ -9,8 +10,9 @@ use crate::bytes::{as_bytes, batch_len, fill_bytes, try_resize};
 use crate::codec::train_from_continuous;
 use crate::common::{store_methods, training_indices};
 use crate::dtype::validate_bytes;
-use crate::engine::Engine;
+use crate::engine::{Engine, Place};
 use crate::format::{Geometry, TypeIdentity};
+use crate::storage::Storage;
 use crate::{
     Codec, DType, DictTier, Dictionary, DynVec, Element, Error, OpenOptions, Result, StoreKind,
 };
@@ -53,7 +55,42 @@ impl DynDenseStore {
         item_shape: &[usize],
         codec: Codec,
     ) -> Result<Self> {
-        Self::create_in(path.as_ref(), dtype, item_shape, codec, Geometry::default())
+        Self::create_at(
+            Place::Path(path.as_ref()),
+            dtype,
+            item_shape,
+            codec,
+            Geometry::default(),
+        )
+    }
+
+    /// [`create`](Self::create) in a [`Storage`] of your own (which must be
+    /// empty): in memory, or behind a fault-injecting wrapper in tests.
+    ///
+    /// # Errors
+    /// As [`create`](Self::create).
+    pub fn create_in(
+        storage: Arc<dyn Storage>,
+        dtype: DType,
+        item_shape: &[usize],
+        codec: Codec,
+    ) -> Result<Self> {
+        Self::create_at(
+            Place::Storage(storage),
+            dtype,
+            item_shape,
+            codec,
+            Geometry::default(),
+        )
+    }
+
+    /// [`open_with`](Self::open_with) for a store in a [`Storage`] of your
+    /// own (`options`' [`io`](OpenOptions::io) aside: the storage decides).
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub fn open_in(storage: Arc<dyn Storage>, options: OpenOptions) -> Result<Self> {
+        Self::from_engine(Engine::open_in(storage, options)?)
     }
 
     /// [`create`](Self::create) with a chosen file geometry (tests use tiny
@@ -67,11 +104,30 @@ impl DynDenseStore {
         codec: Codec,
         geometry: Geometry,
     ) -> Result<Self> {
-        Self::create_in(path.as_ref(), dtype, item_shape, codec, geometry)
+        Self::create_at(
+            Place::Path(path.as_ref()),
+            dtype,
+            item_shape,
+            codec,
+            geometry,
+        )
     }
 
-    fn create_in(
-        path: &Path,
+    /// [`create_in`](Self::create_in) with a chosen file geometry.
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn create_in_with_geometry(
+        storage: Arc<dyn Storage>,
+        dtype: DType,
+        item_shape: &[usize],
+        codec: Codec,
+        geometry: Geometry,
+    ) -> Result<Self> {
+        Self::create_at(Place::Storage(storage), dtype, item_shape, codec, geometry)
+    }
+
+    fn create_at(
+        place: Place<'_>,
         dtype: DType,
         item_shape: &[usize],
         codec: Codec,
@@ -81,7 +137,7 @@ impl DynDenseStore {
             dtype,
             item_shape: item_shape.to_vec(),
         };
-        Self::from_engine(Engine::create(path, identity, codec, geometry)?)
+        Self::from_engine(Engine::create_at(place, identity, codec, geometry)?)
     }
 
     /// Opens the dense store at `path` and takes its lock.

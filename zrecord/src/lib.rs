@@ -96,6 +96,7 @@ mod options;
 mod padding;
 mod ragged;
 mod ragged_batch;
+pub mod storage;
 
 pub use any_store::{AnyBatch, AnyStore, Schema};
 pub use codec::{Codec, DictTier, Dictionary, ZSTD_DICT_LEVEL, ZSTD_LEVEL, train_dict};

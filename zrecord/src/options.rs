@@ -1,5 +1,7 @@
 //! [`OpenOptions`]: how a store is opened.
 
+use crate::storage::Io;
+
 /// How to open a store: writable and exclusive (the default, what `open`
 /// does) or read-only and shared, and whether gathers check raw records'
 /// checksums.
@@ -39,6 +41,7 @@
 pub struct OpenOptions {
     pub(crate) read_only: bool,
     pub(crate) verify_on_read: bool,
+    pub(crate) io: Io,
 }
 
 impl OpenOptions {
@@ -51,6 +54,15 @@ impl OpenOptions {
     #[must_use]
     pub fn read_only(mut self, read_only: bool) -> Self {
         self.read_only = read_only;
+        self
+    }
+
+    /// How the store's data files are read: memory-mapped, with explicit
+    /// reads (for stores larger than memory), or chosen by size (the
+    /// default). See [`Io`].
+    #[must_use]
+    pub fn io(mut self, io: Io) -> Self {
+        self.io = io;
         self
     }
 

@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::path::Path;
+use std::sync::Arc;
 
 use ndarray::{ArrayBase, ArrayD, Data, Dimension};
 
@@ -11,9 +12,10 @@ use crate::bytes::{as_bytes, fill_bytes, try_resize};
 use crate::codec::train_from_continuous;
 use crate::common::{store_methods, training_indices};
 use crate::dtype::validate_bytes;
-use crate::engine::Engine;
+use crate::engine::{Engine, Place};
 use crate::format::{Geometry, TypeIdentity, decode_shape, encode_shape};
 use crate::lengths::LengthHistogram;
+use crate::storage::Storage;
 use crate::{
     Codec, DType, DictTier, Dictionary, DynRaggedBatch, DynVec, Element, Error, LengthStats,
     OpenOptions, RaggedBatch, RaggedLayout, Result, StoreKind,
@@ -36,7 +38,30 @@ impl DynRaggedStore {
     /// [`Error::AlreadyExists`] if `path` holds anything; [`Error::Io`] when
     /// a file cannot be written (nothing is left behind).
     pub fn create(path: impl AsRef<Path>, dtype: DType, codec: Codec) -> Result<Self> {
-        Self::create_in(path.as_ref(), dtype, codec, Geometry::default())
+        Self::create_at(
+            Place::Path(path.as_ref()),
+            dtype,
+            codec,
+            Geometry::default(),
+        )
+    }
+
+    /// [`create`](Self::create) in a [`Storage`] of your own (which must be
+    /// empty): in memory, or behind a fault-injecting wrapper in tests.
+    ///
+    /// # Errors
+    /// As [`create`](Self::create).
+    pub fn create_in(storage: Arc<dyn Storage>, dtype: DType, codec: Codec) -> Result<Self> {
+        Self::create_at(Place::Storage(storage), dtype, codec, Geometry::default())
+    }
+
+    /// [`open_with`](Self::open_with) for a store in a [`Storage`] of your
+    /// own (`options`' [`io`](OpenOptions::io) aside: the storage decides).
+    ///
+    /// # Errors
+    /// As [`open`](Self::open).
+    pub fn open_in(storage: Arc<dyn Storage>, options: OpenOptions) -> Result<Self> {
+        Self::from_engine(Engine::open_in(storage, options)?)
     }
 
     /// [`create`](Self::create) with a chosen file geometry.
@@ -48,12 +73,24 @@ impl DynRaggedStore {
         codec: Codec,
         geometry: Geometry,
     ) -> Result<Self> {
-        Self::create_in(path.as_ref(), dtype, codec, geometry)
+        Self::create_at(Place::Path(path.as_ref()), dtype, codec, geometry)
     }
 
-    fn create_in(path: &Path, dtype: DType, codec: Codec, geometry: Geometry) -> Result<Self> {
-        Self::from_engine(Engine::create(
-            path,
+    /// [`create_in`](Self::create_in) with a chosen file geometry.
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn create_in_with_geometry(
+        storage: Arc<dyn Storage>,
+        dtype: DType,
+        codec: Codec,
+        geometry: Geometry,
+    ) -> Result<Self> {
+        Self::create_at(Place::Storage(storage), dtype, codec, geometry)
+    }
+
+    fn create_at(place: Place<'_>, dtype: DType, codec: Codec, geometry: Geometry) -> Result<Self> {
+        Self::from_engine(Engine::create_at(
+            place,
             TypeIdentity::Ragged { dtype },
             codec,
             geometry,
@@ -226,7 +263,7 @@ impl DynRaggedStore {
             let shape = snap.raw_record(index, shape_loc, snap.checks_on_read())?;
             let dims = layout.dims_mut();
             let first = dims.len();
-            decode_shape(shape, dims).map_err(corrupt)?;
+            decode_shape(&shape, dims).map_err(corrupt)?;
             let elements = dims[first..]
                 .iter()
                 .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64));

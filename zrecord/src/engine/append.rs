@@ -2,7 +2,6 @@
 //! the header — so a crash at any point leaves a prefix of whole batches.
 
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
 use std::sync::atomic::Ordering;
 
 use rayon::prelude::*;
@@ -138,10 +137,9 @@ impl Engine {
             let end = ((segment + 1) * entries).min(new_len);
             let bytes = &table[(phys - old_len) as usize * LOC_ENTRY_LEN
                 ..(end - old_len) as usize * LOC_ENTRY_LEN];
-            let file = &files.segments[segment as usize];
-            file.file
-                .write_all_at(bytes, (phys % entries) * LOC_ENTRY_LEN as u64)
-                .map_err(Error::io("write", &file.path))?;
+            files.segments[segment as usize]
+                .file
+                .write_at(bytes, (phys % entries) * LOC_ENTRY_LEN as u64)?;
             phys = end;
         }
         crate::hooks::hold("append:table");
@@ -325,9 +323,9 @@ impl PayloadWriter<'_> {
     }
 
     fn write_at(&self, chunk: u32, offset: u64, bytes: &[u8]) -> Result<()> {
-        let file = &self.files.chunks[chunk as usize].file;
-        file.file
-            .write_all_at(bytes, offset)
-            .map_err(Error::io("write", &file.path))
+        self.files.chunks[chunk as usize]
+            .file
+            .file
+            .write_at(bytes, offset)
     }
 }

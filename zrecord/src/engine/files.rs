@@ -1,94 +1,84 @@
-//! The store's data files and their memory maps: the one place that knows
-//! where a record's bytes come from (the seam a remote backend would replace).
+//! The store's data files: the one place that knows where a record's bytes
+//! come from, through the storage seam.
 //!
-//! Every `.chunk` and `.loc` file is mapped read-only over its whole address
-//! space (4 GiB by default) once, when it is opened or created, so reads are
-//! plain memory loads: no syscall per record, no remapping as files grow.
-//! Writes go through `pwrite`; the maps see them through the page cache. A
-//! read only ever touches bytes below the committed frontier, which exist in
-//! the file, so no access can fall past its end.
+//! On a mapped storage every `.chunk` and `.loc` file is mapped read-only
+//! over its whole address space (4 GiB by default) once, when it is opened
+//! or created, so reads are plain memory loads: no call per record, no
+//! remapping as files grow. Otherwise reads are positional reads through
+//! [`StorageFile`], a batch's together. Writes go through the storage; maps
+//! see them through the page cache. A read only ever touches bytes below
+//! the committed frontier, which exist in the file, so no access can fall
+//! past its end.
 //!
 //! A table of open files is immutable once published: adding a file makes
 //! a new table (sharing the open files), so readers never wait for a
 //! writer that adds files, and a writer never waits for a long reader.
 
-use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use memmap2::{Mmap, MmapOptions};
-
-use super::regular::{self, Access};
 use crate::format::{Geometry, LOC_ENTRY_LEN, RecordLoc, chunk_file, loc_file};
+use crate::storage::{Access, Map, Storage, StorageFile};
 use crate::{Error, Result};
 
-/// A store file and its read-only map.
-pub(crate) struct MappedFile {
-    pub(crate) path: PathBuf,
-    pub(crate) file: File,
-    map: Mmap,
+/// A store file and, on a mapped storage, its read-only map.
+pub(crate) struct StoreFile {
+    pub(crate) file: Arc<dyn StorageFile>,
+    map: Option<Map>,
 }
 
-impl MappedFile {
-    /// Maps `capacity` bytes of address space over `file`, opened from `path`.
-    pub(crate) fn map(path: PathBuf, file: File, capacity: u64) -> Result<MappedFile> {
-        let len = usize::try_from(capacity).map_err(|_| {
-            Error::InvalidArgument(format!("a {capacity}-byte file map needs a 64-bit target"))
-        })?;
-        // SAFETY: the map is read-only. The handle holds the store's lock:
-        // exclusive for a writer, so no other zrecord handle writes or
-        // truncates the file; shared for a reader, so no zrecord handle
-        // writes at all. Reads are bounds-checked against the committed
-        // frontier (see `FileTable::stored`), which never passes the file's
-        // end; truncation happens only under `&mut` (compact, recovery) when
-        // no read can be running. As with any mmap, a file shrunk behind the
-        // lock's back by another program could fault: documented in FORMAT.md.
-        let map =
-            unsafe { MmapOptions::new().len(len).map(&file) }.map_err(Error::io("map", &path))?;
-        Ok(MappedFile { path, file, map })
-    }
-
-    /// Current size of the file on disk.
-    pub(crate) fn file_len(&self) -> Result<u64> {
-        Ok(self
-            .file
-            .metadata()
-            .map_err(Error::io("stat", &self.path))?
-            .len())
+impl StoreFile {
+    /// Wraps `file`, mapping `capacity` bytes of address space over it when `mapped`.
+    pub(crate) fn new(
+        file: Arc<dyn StorageFile>,
+        capacity: u64,
+        mapped: bool,
+    ) -> Result<StoreFile> {
+        let map = if mapped { file.map(capacity)? } else { None };
+        Ok(StoreFile { file, map })
     }
 }
 
 /// A data chunk: its file and how many of its bytes are committed.
 pub(crate) struct Chunk {
-    pub(crate) file: MappedFile,
+    pub(crate) file: StoreFile,
     pub(crate) committed: AtomicU64,
 }
 
 /// The open `.chunk` and `.loc` files of a store.
 #[derive(Clone)]
 pub(crate) struct FileTable {
-    dir: PathBuf,
+    storage: Arc<dyn Storage>,
     geometry: Geometry,
+    /// Whether files are mapped (reads are memory loads).
+    mapped: bool,
     pub(crate) chunks: Vec<Arc<Chunk>>,
-    pub(crate) segments: Vec<Arc<MappedFile>>,
+    pub(crate) segments: Vec<Arc<StoreFile>>,
 }
 
 impl FileTable {
-    pub(crate) fn new(dir: &Path, geometry: Geometry) -> FileTable {
+    pub(crate) fn new(storage: Arc<dyn Storage>, geometry: Geometry, mapped: bool) -> FileTable {
         FileTable {
-            dir: dir.to_path_buf(),
+            storage,
             geometry,
+            mapped,
             chunks: Vec::new(),
             segments: Vec::new(),
         }
     }
 
+    /// Whether every file is mapped.
+    #[inline]
+    pub(crate) fn mapped(&self) -> bool {
+        self.mapped
+    }
+
     /// Adds the next chunk, `file` (opened from its canonical name), of
     /// which `committed` bytes hold records.
-    pub(crate) fn push_chunk(&mut self, file: File, committed: u64) -> Result<()> {
-        let path = self.dir.join(chunk_file(self.chunks.len() as u64));
-        let file = MappedFile::map(path, file, 1 << self.geometry.chunk_bits)?;
+    pub(crate) fn push_chunk(&mut self, file: Arc<dyn StorageFile>, committed: u64) -> Result<()> {
+        let file = StoreFile::new(file, 1 << self.geometry.chunk_bits, self.mapped)?;
+        self.mapped &= file.map.is_some();
         self.chunks.push(Arc::new(Chunk {
             file,
             committed: AtomicU64::new(committed),
@@ -97,45 +87,107 @@ impl FileTable {
     }
 
     /// Adds the next record-table segment, `file`.
-    pub(crate) fn push_segment(&mut self, file: File) -> Result<()> {
-        let path = self.dir.join(loc_file(self.segments.len() as u64));
+    pub(crate) fn push_segment(&mut self, file: Arc<dyn StorageFile>) -> Result<()> {
         let capacity = self.geometry.segment_entries() * LOC_ENTRY_LEN as u64;
-        self.segments
-            .push(Arc::new(MappedFile::map(path, file, capacity)?));
+        let file = StoreFile::new(file, capacity, self.mapped)?;
+        self.mapped &= file.map.is_some();
+        self.segments.push(Arc::new(file));
         Ok(())
+    }
+
+    fn create(&self, name: &str) -> Result<Arc<dyn StorageFile>> {
+        self.storage
+            .open(name, Access::Create)?
+            .ok_or_else(|| Error::corrupt(self.storage.location().join(name), "not created"))
     }
 
     /// Creates the next chunk's file (empty) and adds it.
     pub(crate) fn create_chunk(&mut self) -> Result<()> {
-        let path = self.dir.join(chunk_file(self.chunks.len() as u64));
-        self.push_chunk(regular::open(&path, Access::Create)?, 0)
+        let file = self.create(&chunk_file(self.chunks.len() as u64))?;
+        self.push_chunk(file, 0)
     }
 
     /// Creates the next segment's file (empty) and adds it.
     pub(crate) fn create_segment(&mut self) -> Result<()> {
-        let path = self.dir.join(loc_file(self.segments.len() as u64));
-        self.push_segment(regular::open(&path, Access::Create)?)
+        let file = self.create(&loc_file(self.segments.len() as u64))?;
+        self.push_segment(file)
     }
 
-    /// The bytes of table entry `phys`, which must be below the committed length.
+    /// The segment holding table entry `phys`, and the entry's offset in it.
     #[inline]
-    pub(crate) fn loc_bytes(&self, phys: u64) -> Option<&[u8; LOC_ENTRY_LEN]> {
+    fn entry_at(&self, phys: u64) -> Option<(&StoreFile, u64)> {
         let segment = self
             .segments
             .get((phys >> self.geometry.loc_segment_bits) as usize)?;
-        let at = (phys & (self.geometry.segment_entries() - 1)) as usize * LOC_ENTRY_LEN;
-        segment.map.get(at..at + LOC_ENTRY_LEN)?.try_into().ok()
+        let at = (phys & (self.geometry.segment_entries() - 1)) * LOC_ENTRY_LEN as u64;
+        Some((segment, at))
     }
 
-    /// Table entry `phys`, which must be below the committed length.
+    /// The mapped bytes of table entry `phys`, which must be below the
+    /// committed length; `None` on a storage without maps.
     #[inline]
-    pub(crate) fn loc(&self, phys: u64) -> Option<RecordLoc> {
-        self.loc_bytes(phys).map(RecordLoc::decode)
+    pub(crate) fn loc_bytes(&self, phys: u64) -> Option<&[u8; LOC_ENTRY_LEN]> {
+        let (segment, at) = self.entry_at(phys)?;
+        let at = at as usize;
+        segment
+            .map
+            .as_ref()?
+            .get(at..at + LOC_ENTRY_LEN)?
+            .try_into()
+            .ok()
     }
 
-    /// The stored bytes of a record, or why its location is impossible.
+    /// Table entry `phys`, which must be below the committed length;
+    /// `None` when no segment holds it.
     #[inline]
-    pub(crate) fn stored(&self, loc: RecordLoc) -> std::result::Result<&[u8], String> {
+    pub(crate) fn loc(&self, phys: u64) -> Result<Option<RecordLoc>> {
+        if self.mapped {
+            return Ok(self.loc_bytes(phys).map(RecordLoc::decode));
+        }
+        let Some((segment, at)) = self.entry_at(phys) else {
+            return Ok(None);
+        };
+        let mut entry = [0; LOC_ENTRY_LEN];
+        segment.file.read_at(&mut entry, at)?;
+        Ok(Some(RecordLoc::decode(&entry)))
+    }
+
+    /// Table entries `phys` (each below the committed length), read
+    /// together; `None` for one no segment holds.
+    pub(crate) fn locs(&self, phys: &[u64]) -> Result<Vec<Option<RecordLoc>>> {
+        if self.mapped {
+            return Ok(phys
+                .iter()
+                .map(|&p| self.loc_bytes(p).map(RecordLoc::decode))
+                .collect());
+        }
+        let mut entries = vec![[0u8; LOC_ENTRY_LEN]; phys.len()];
+        let mut by_segment: Vec<Vec<(u64, &mut [u8])>> =
+            (0..self.segments.len()).map(|_| Vec::new()).collect();
+        let mut found = vec![false; phys.len()];
+        for ((&p, entry), found) in phys.iter().zip(&mut entries).zip(&mut found) {
+            let s = (p >> self.geometry.loc_segment_bits) as usize;
+            if let (Some(reads), Some((_, at))) = (by_segment.get_mut(s), self.entry_at(p)) {
+                reads.push((at, &mut entry[..]));
+                *found = true;
+            }
+        }
+        for (segment, reads) in self.segments.iter().zip(&mut by_segment) {
+            if !reads.is_empty() {
+                segment.file.read_batch(reads)?;
+            }
+        }
+        Ok(entries
+            .iter()
+            .zip(found)
+            .map(|(e, f)| f.then(|| RecordLoc::decode(e)))
+            .collect())
+    }
+
+    /// Where the stored bytes of a record lie: its chunk, checked against
+    /// the chunk's committed bytes, or why its location is impossible.
+    #[inline]
+    pub(crate) fn chunk_of(&self, loc: RecordLoc) -> std::result::Result<&Chunk, String> {
         let chunk = self.chunks.get(loc.chunk as usize).ok_or_else(|| {
             format!(
                 "its location names chunk {}, the store has {}",
@@ -152,11 +204,41 @@ impl FileTable {
                 loc.chunk
             ));
         }
-        chunk
-            .file
-            .map
-            .get(loc.offset as usize..loc.end() as usize)
+        Ok(chunk)
+    }
+
+    /// The mapped stored bytes of a record, or why its location is
+    /// impossible; `Ok(None)` on a storage without maps.
+    #[inline]
+    pub(crate) fn stored_mapped(
+        &self,
+        loc: RecordLoc,
+    ) -> std::result::Result<Option<&[u8]>, String> {
+        let chunk = self.chunk_of(loc)?;
+        let Some(map) = &chunk.file.map else {
+            return Ok(None);
+        };
+        map.get(loc.offset as usize..loc.end() as usize)
+            .map(Some)
             .ok_or_else(|| format!("its location passes the end of chunk {}'s map", loc.chunk))
+    }
+
+    /// The stored bytes of a record (borrowed from a map, or read), or why
+    /// its location is impossible (the inner error).
+    pub(crate) fn stored(
+        &self,
+        loc: RecordLoc,
+    ) -> Result<std::result::Result<Cow<'_, [u8]>, String>> {
+        match self.stored_mapped(loc) {
+            Ok(Some(bytes)) => Ok(Ok(Cow::Borrowed(bytes))),
+            Err(reason) => Ok(Err(reason)),
+            Ok(None) => {
+                let mut bytes = vec![0; loc.phys_len as usize];
+                let chunk = &self.chunks[loc.chunk as usize];
+                chunk.file.file.read_at(&mut bytes, loc.offset.into())?;
+                Ok(Ok(Cow::Owned(bytes)))
+            }
+        }
     }
 
     /// Sum of committed chunk bytes.

@@ -2,6 +2,7 @@
 //! fill a caller's buffer — on the calling thread for small batches, where
 //! fanning out costs more than the copy, across all cores otherwise.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -54,8 +55,10 @@ impl Snapshot<'_> {
         &self.files
     }
 
-    /// Fails on the first index past the end.
+    /// Fails on the first index past the end, or on a handle a failed
+    /// write left unsure.
     pub(crate) fn check_indices(&self, indices: &[u64]) -> Result<()> {
+        self.engine.check_not_failed()?;
         let len = self.len();
         match indices.iter().find(|&&i| i >= len) {
             Some(&index) => Err(Error::IndexOutOfRange { index, len }),
@@ -73,12 +76,28 @@ impl Snapshot<'_> {
 
     /// Table entry of physical record `phys` (below the committed length).
     pub(crate) fn phys_loc(&self, phys: u64) -> Result<RecordLoc> {
-        self.files.loc(phys).ok_or_else(|| {
-            self.corrupt(
-                phys / self.engine.group,
-                format!("its table entry {phys} is missing"),
-            )
-        })
+        self.files
+            .loc(phys)?
+            .ok_or_else(|| self.missing_entry(phys))
+    }
+
+    fn missing_entry(&self, phys: u64) -> Error {
+        self.corrupt(
+            phys / self.engine.group,
+            format!("its table entry {phys} is missing"),
+        )
+    }
+
+    /// Table entries of part `part` of each of `indices`, read together.
+    pub(crate) fn locs(&self, indices: &[u64], part: u64) -> Result<Vec<RecordLoc>> {
+        let group = self.engine.group;
+        let phys: Vec<u64> = indices.iter().map(|&i| i * group + part).collect();
+        self.files
+            .locs(&phys)?
+            .into_iter()
+            .zip(&phys)
+            .map(|(loc, &p)| loc.ok_or_else(|| self.missing_entry(p)))
+            .collect()
     }
 
     /// Table entry of part `part` (0 payload, 1 shape) of logical record `index`.
@@ -90,9 +109,28 @@ impl Snapshot<'_> {
     /// The stored bytes of logical record `index` at `loc` (frame, or raw
     /// bytes and trailer).
     #[inline]
-    pub(crate) fn stored(&self, index: u64, loc: RecordLoc) -> Result<&[u8]> {
+    pub(crate) fn stored(&self, index: u64, loc: RecordLoc) -> Result<Cow<'_, [u8]>> {
         self.files
-            .stored(loc)
+            .stored(loc)?
+            .map_err(|reason| self.corrupt(index, reason))
+    }
+
+    /// The mapped stored bytes of logical record `index` at `loc`; only
+    /// while every file is mapped.
+    #[inline]
+    fn stored_mapped(&self, index: u64, loc: RecordLoc) -> Result<&[u8]> {
+        match self.files.stored_mapped(loc) {
+            Ok(Some(bytes)) => Ok(bytes),
+            Ok(None) => Err(self.corrupt(index, "its chunk is not mapped".into())),
+            Err(reason) => Err(self.corrupt(index, reason)),
+        }
+    }
+
+    /// Fails unless `loc` lies in its chunk's committed bytes.
+    pub(crate) fn check_location(&self, index: u64, loc: RecordLoc) -> Result<()> {
+        self.files
+            .chunk_of(loc)
+            .map(|_| ())
             .map_err(|reason| self.corrupt(index, reason))
     }
 
@@ -126,14 +164,26 @@ impl Snapshot<'_> {
     /// record) at `loc`, without its trailer; its checksum is checked when
     /// `check` (and the store has checksums).
     #[inline]
-    pub(crate) fn raw_record(&self, index: u64, loc: RecordLoc, check: bool) -> Result<&[u8]> {
+    pub(crate) fn raw_record(
+        &self,
+        index: u64,
+        loc: RecordLoc,
+        check: bool,
+    ) -> Result<Cow<'_, [u8]>> {
         self.check_entry(index, loc, true)?;
         let stored = self.stored(index, loc)?;
-        let (body, trailer) = stored.split_at(loc.logic_len as usize);
+        let body_len = loc.logic_len as usize;
+        let (body, trailer) = stored.split_at(body_len);
         if check && let Ok(want) = trailer.try_into() {
             checksum::check_body(body, want).map_err(|reason| self.corrupt(index, reason))?;
         }
-        Ok(body)
+        Ok(match stored {
+            Cow::Borrowed(bytes) => Cow::Borrowed(&bytes[..body_len]),
+            Cow::Owned(mut bytes) => {
+                bytes.truncate(body_len);
+                Cow::Owned(bytes)
+            }
+        })
     }
 
     /// Whether the store's payloads are stored raw.
@@ -157,21 +207,42 @@ impl Snapshot<'_> {
             ));
         }
         if self.engine.codec.is_raw() {
-            dst.copy_from_slice(self.raw_record(index, loc, self.checks_on_read())?);
+            dst.copy_from_slice(&self.raw_record(index, loc, self.checks_on_read())?);
             return Ok(());
         }
         self.check_entry(index, loc, false)?;
         let stored = self.stored(index, loc)?;
+        self.decode(index, &stored, dst)
+    }
+
+    /// Decodes the frame `stored` of logical record `index` into `dst`.
+    #[inline]
+    fn decode(&self, index: u64, stored: &[u8], dst: &mut [u8]) -> Result<()> {
         self.engine
             .codec
             .decode(stored, dst)
             .map_err(|reason| self.corrupt(index, reason))
     }
 
+    /// Checks the trailer of a raw record stored as `stored` (`body_len`
+    /// bytes, then the trailer).
+    #[inline]
+    fn check_trailer(&self, index: u64, stored: &[u8], body_len: usize) -> Result<()> {
+        let (body, trailer) = stored.split_at(body_len);
+        match trailer.try_into() {
+            Ok(want) => checksum::check_body(body, want),
+            Err(_) => Err(format!("{} stored bytes hold no checksum", stored.len())),
+        }
+        .map_err(|reason| self.corrupt(index, reason))
+    }
+
     /// Starts loading the table entries of `indices`, then the first bytes
     /// of each of their physical records, so a batch's cache misses overlap
     /// instead of arriving one record at a time. Indices past the end are skipped.
     pub(crate) fn prefetch(&self, indices: &[u64]) {
+        if !self.files.mapped() {
+            return;
+        }
         let (group, len) = (self.engine.group, self.len());
         for &index in indices.iter().filter(|&&i| i < len) {
             if let Some(entry) = self.files.loc_bytes(index * group) {
@@ -180,10 +251,10 @@ impl Snapshot<'_> {
         }
         for &index in indices.iter().filter(|&&i| i < len) {
             for part in 0..group {
-                if let Some(Ok(bytes)) = self
+                if let Some(Ok(Some(bytes))) = self
                     .files
-                    .loc(index * group + part)
-                    .map(|loc| self.files.stored(loc))
+                    .loc_bytes(index * group + part)
+                    .map(|entry| self.files.stored_mapped(RecordLoc::decode(entry)))
                 {
                     prefetch(bytes);
                 }
@@ -206,6 +277,9 @@ impl Snapshot<'_> {
         let Some(width) = dst.len().checked_div(indices.len()) else {
             return Ok(());
         };
+        if !self.files.mapped() {
+            return self.gather_fixed_read(indices, dst, width);
+        }
         // Pass 1: find and check every record of the batch. The table loads
         // are independent, so the CPU overlaps their cache misses; pass 2 then
         // copies or decodes without a lookup between records (measured: 2.5x
@@ -217,25 +291,11 @@ impl Snapshot<'_> {
                 prefetch_line(entry);
             }
         }
-        let trailer = self.engine.trailer_len();
         let mut sources: Vec<(u64, &[u8])> = Vec::with_capacity(indices.len());
         for &index in indices {
             let loc = self.loc(index, 0)?;
-            let stored_width = if raw {
-                width + trailer
-            } else {
-                loc.phys_len as usize
-            };
-            if loc.logic_len as usize != width || loc.phys_len as usize != stored_width {
-                return Err(self.corrupt(
-                    index,
-                    format!(
-                        "it is {} bytes ({} stored), expected {width}",
-                        loc.logic_len, loc.phys_len
-                    ),
-                ));
-            }
-            let stored = self.stored(index, loc)?;
+            self.check_width(index, loc, width)?;
+            let stored = self.stored_mapped(index, loc)?;
             prefetch(stored);
             sources.push((index, stored));
         }
@@ -262,17 +322,117 @@ impl Snapshot<'_> {
         }
     }
 
+    /// Fails unless `loc` holds a record of `width` logical bytes, stored
+    /// as the codec stores one.
+    #[inline]
+    fn check_width(&self, index: u64, loc: RecordLoc, width: usize) -> Result<()> {
+        let stored_width = if self.engine.codec.is_raw() {
+            width + self.engine.trailer_len()
+        } else {
+            loc.phys_len as usize
+        };
+        if loc.logic_len as usize != width || loc.phys_len as usize != stored_width {
+            return Err(self.corrupt(
+                index,
+                format!(
+                    "it is {} bytes ({} stored), expected {width}",
+                    loc.logic_len, loc.phys_len
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// [`gather_fixed`](Self::gather_fixed) on a storage without maps: the
+    /// batch's table entries in one round of reads, then its records in
+    /// another — a raw record straight into `dst` — then checks and decodes.
+    fn gather_fixed_read(&self, indices: &[u64], dst: &mut [u8], width: usize) -> Result<()> {
+        let locs = self.locs(indices, 0)?;
+        for (&index, &loc) in indices.iter().zip(&locs) {
+            self.check_width(index, loc, width)?;
+            self.check_location(index, loc)?;
+        }
+        if self.is_raw() && !self.checks_on_read() {
+            let mut reads: Vec<(RecordLoc, &mut [u8])> =
+                locs.iter().copied().zip(dst.chunks_mut(width)).collect();
+            return self.read_batch(&mut reads);
+        }
+        let (stored, spans) = self.read_stored(&locs)?;
+        let jobs = dst
+            .chunks_mut(width)
+            .zip(indices)
+            .zip(spans)
+            .map(|((out, &index), span)| ReadJob { out, index, span })
+            .collect();
+        self.finish(jobs, &stored)
+    }
+
+    /// Reads every record at `reads`'s locations (checked) into its buffer,
+    /// each chunk's reads submitted together.
+    fn read_batch(&self, reads: &mut [(RecordLoc, &mut [u8])]) -> Result<()> {
+        let chunks = self.files.chunks.len();
+        let mut by_chunk: Vec<Vec<(u64, &mut [u8])>> = (0..chunks).map(|_| Vec::new()).collect();
+        for (loc, buf) in reads.iter_mut() {
+            by_chunk[loc.chunk as usize].push((u64::from(loc.offset), &mut buf[..]));
+        }
+        for (chunk, mut reads) in self.files.chunks.iter().zip(by_chunk) {
+            if !reads.is_empty() {
+                chunk.file.file.read_batch(&mut reads)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the stored bytes of every record at `locs` (checked) end to
+    /// end: the bytes, and where each record's lie.
+    fn read_stored(&self, locs: &[RecordLoc]) -> Result<(Vec<u8>, Vec<std::ops::Range<usize>>)> {
+        let mut spans = Vec::with_capacity(locs.len());
+        let mut end = 0;
+        for loc in locs {
+            spans.push(end..end + loc.phys_len as usize);
+            end += loc.phys_len as usize;
+        }
+        let mut stored = vec![0; end];
+        let mut rest = &mut stored[..];
+        let mut reads = Vec::with_capacity(locs.len());
+        for &loc in locs {
+            let (buf, tail) = rest.split_at_mut(loc.phys_len as usize);
+            reads.push((loc, buf));
+            rest = tail;
+        }
+        self.read_batch(&mut reads)?;
+        Ok((stored, spans))
+    }
+
+    /// Turns read records into logical bytes: each job's record, stored at
+    /// `span` of `stored`, checked and copied (raw) or decoded into its buffer.
+    fn finish(&self, mut jobs: Vec<ReadJob<'_>>, stored: &[u8]) -> Result<()> {
+        let raw = self.is_raw();
+        let check = self.checks_on_read();
+        let one = |job: &mut ReadJob<'_>| {
+            let bytes = &stored[job.span.clone()];
+            if !raw {
+                return self.decode(job.index, bytes, job.out);
+            }
+            if check {
+                self.check_trailer(job.index, bytes, job.out.len())?;
+            }
+            job.out.copy_from_slice(&bytes[..job.out.len()]);
+            Ok(())
+        };
+        let bytes = jobs.iter().map(|j| j.out.len()).sum();
+        if self.parallel(bytes, jobs.len()) {
+            let min = min_len(jobs.len());
+            jobs.par_iter_mut().with_min_len(min).try_for_each(one)
+        } else {
+            jobs.iter_mut().try_for_each(one)
+        }
+    }
+
     /// Checks the trailers of raw records stored as `sources`, `width` bytes
     /// each (in parallel for large batches).
     fn check_raw(&self, sources: &[(u64, &[u8])], width: usize) -> Result<()> {
-        let check = |&(index, stored): &(u64, &[u8])| -> Result<()> {
-            let (body, trailer) = stored.split_at(width);
-            match trailer.try_into() {
-                Ok(want) => checksum::check_body(body, want),
-                Err(_) => Err(format!("{} stored bytes hold no checksum", stored.len())),
-            }
-            .map_err(|reason| self.corrupt(index, reason))
-        };
+        let check = |&(index, stored): &(u64, &[u8])| self.check_trailer(index, stored, width);
         if self.parallel(width * sources.len(), sources.len()) {
             sources
                 .par_iter()
@@ -315,6 +475,9 @@ impl Snapshot<'_> {
         locs: &[RecordLoc],
         dst: &mut [u8],
     ) -> Result<()> {
+        if !self.files.mapped() {
+            return self.gather_packed_read(indices, locs, dst);
+        }
         let mut rest = dst;
         let mut jobs = Vec::with_capacity(indices.len());
         for (&index, &loc) in indices.iter().zip(locs) {
@@ -336,6 +499,50 @@ impl Snapshot<'_> {
             jobs.iter_mut().try_for_each(read)
         }
     }
+}
+
+impl Snapshot<'_> {
+    /// [`gather_packed`](Self::gather_packed) on a storage without maps: the
+    /// records in one round of reads, then checks and decodes.
+    fn gather_packed_read(
+        &self,
+        indices: &[u64],
+        locs: &[RecordLoc],
+        dst: &mut [u8],
+    ) -> Result<()> {
+        let raw = self.is_raw();
+        for (&index, &loc) in indices.iter().zip(locs) {
+            self.check_entry(index, loc, raw)?;
+            self.check_location(index, loc)?;
+        }
+        let (stored, spans) = self.read_stored(locs)?;
+        let mut rest = dst;
+        let mut outs = Vec::with_capacity(indices.len());
+        for (&index, &loc) in indices.iter().zip(locs) {
+            let (out, tail) = rest
+                .split_at_mut_checked(loc.logic_len as usize)
+                .ok_or_else(|| {
+                    self.corrupt(index, "the batch buffer is shorter than its records".into())
+                })?;
+            outs.push(out);
+            rest = tail;
+        }
+        let jobs = outs
+            .into_iter()
+            .zip(indices)
+            .zip(spans)
+            .map(|((out, &index), span)| ReadJob { out, index, span })
+            .collect();
+        self.finish(jobs, &stored)
+    }
+}
+
+/// A record read into a batch's scratch buffer, to check or decode into `out`.
+struct ReadJob<'a> {
+    out: &'a mut [u8],
+    index: u64,
+    /// Where its stored bytes lie in the scratch buffer.
+    span: std::ops::Range<usize>,
 }
 
 /// Records per parallel piece: contiguous runs, a few per thread so a slow

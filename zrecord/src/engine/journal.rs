@@ -7,16 +7,15 @@
 //! which is idempotent. While either file may exist, `meta.zr` carries the
 //! journal flag, so a reader that does not know journals refuses the store.
 
-use std::fs::File;
-use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::Arc;
 
-use super::regular::{self, Access};
 use crate::format::RecordLoc;
 use crate::format::journal::{
     JournalError, MOVE_HEADER_LEN, PendingDelete, PendingMove, encode_delete, encode_move_header,
     read_delete, read_move,
 };
+use crate::storage::{Access, Storage, StorageFile};
 use crate::{Error, Result};
 
 pub(crate) const JOURNAL_FILE: &str = "compact.journal";
@@ -26,20 +25,25 @@ pub(crate) const DELETE_JOURNAL_FILE: &str = "delete.journal";
 const PIECE: u64 = 1 << 20;
 
 /// The journal of a running compaction.
-pub(crate) struct Journal {
-    path: PathBuf,
-    file: File,
+pub(crate) struct Journal<'s> {
+    storage: &'s dyn Storage,
+    file: Arc<dyn StorageFile>,
     entry: Vec<u8>,
 }
 
-impl Journal {
-    /// Creates (or empties) the journal of the store at `dir`.
-    pub(crate) fn create(dir: &Path) -> Result<Journal> {
-        let path = dir.join(JOURNAL_FILE);
-        let file = regular::open(&path, Access::Replace)?;
+/// Opens `name` in `storage`, created and emptied.
+fn replace(storage: &dyn Storage, name: &str) -> Result<Arc<dyn StorageFile>> {
+    storage
+        .open(name, Access::Replace)?
+        .ok_or_else(|| Error::corrupt(storage.location().join(name), "not created"))
+}
+
+impl<'s> Journal<'s> {
+    /// Creates (or empties) the journal of the store in `storage`.
+    pub(crate) fn create(storage: &'s dyn Storage) -> Result<Journal<'s>> {
         Ok(Journal {
-            path,
-            file,
+            storage,
+            file: replace(storage, JOURNAL_FILE)?,
             entry: Vec::new(),
         })
     }
@@ -50,43 +54,45 @@ impl Journal {
     pub(crate) fn record(&mut self, phys: u64, loc: RecordLoc, bytes: &[u8]) -> Result<()> {
         self.entry = encode_move_header(phys, loc, bytes);
         self.entry.extend_from_slice(bytes);
-        self.file
-            .set_len(0)
-            .map_err(Error::io("truncate", &self.path))?;
-        self.file
-            .write_all_at(&self.entry, 0)
-            .map_err(Error::io("write", &self.path))
+        self.file.set_len(0)?;
+        self.file.write_at(&self.entry, 0)
     }
 
     /// Marks the recorded move done (its magic cleared), so no later open
     /// redoes it.
     pub(crate) fn clear(&mut self) -> Result<()> {
-        self.file
-            .write_all_at(&[0; 8], 0)
-            .map_err(Error::io("write", &self.path))
+        self.file.write_at(&[0; 8], 0)
     }
 
     /// Removes the journal file: the compaction is over.
     pub(crate) fn remove(self) -> Result<()> {
-        regular::remove_if_present(&self.path)
+        self.storage.remove(JOURNAL_FILE)
     }
 }
 
 /// An open journal file found in a store.
 pub(crate) struct Found {
     pub(crate) path: PathBuf,
-    file: File,
+    file: Arc<dyn StorageFile>,
     len: u64,
 }
 
 impl Found {
-    fn open(dir: &Path, name: &str) -> Result<Option<Found>> {
-        let path = dir.join(name);
-        let Some(file) = regular::open_if_present(&path, Access::Read)? else {
+    fn open(storage: &dyn Storage, name: &str) -> Result<Option<Found>> {
+        let Some(file) = storage.open(name, Access::Read)? else {
             return Ok(None);
         };
-        let len = regular::len(&file, &path)?;
+        let len = file.len()?;
+        let path = file.path().to_path_buf();
         Ok(Some(Found { path, file, len }))
+    }
+
+    /// Reads `buf.len()` bytes at `at`, as the journal decoders ask.
+    fn read_at(&self, at: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.file.read_at(buf, at).map_err(|e| match e {
+            Error::Io { source, .. } => source,
+            e => std::io::Error::other(e.to_string()),
+        })
     }
 
     fn map_err(&self, e: JournalError) -> Error {
@@ -97,16 +103,14 @@ impl Found {
     }
 
     /// Copies the journaled record's bytes to `dst` at `offset`, a piece at a time.
-    pub(crate) fn copy_record(&self, m: &PendingMove, dst: &File, dst_path: &Path) -> Result<()> {
+    pub(crate) fn copy_record(&self, m: &PendingMove, dst: &dyn StorageFile) -> Result<()> {
         let mut piece = vec![0u8; PIECE.min(u64::from(m.loc.phys_len)) as usize];
         let mut done = 0u64;
         while done < u64::from(m.loc.phys_len) {
             let n = (u64::from(m.loc.phys_len) - done).min(PIECE) as usize;
             self.file
-                .read_exact_at(&mut piece[..n], MOVE_HEADER_LEN as u64 + done)
-                .map_err(Error::io("read", &self.path))?;
-            dst.write_all_at(&piece[..n], u64::from(m.loc.offset) + done)
-                .map_err(Error::io("write", dst_path))?;
+                .read_at(&mut piece[..n], MOVE_HEADER_LEN as u64 + done)?;
+            dst.write_at(&piece[..n], u64::from(m.loc.offset) + done)?;
             done += n as u64;
         }
         Ok(())
@@ -117,14 +121,13 @@ impl Found {
 /// its move if one checks out. `exact`: the file must end where its entry
 /// does (format version 2).
 pub(crate) fn pending_move(
-    dir: &Path,
+    storage: &dyn Storage,
     exact: bool,
 ) -> Result<Option<(Found, Option<PendingMove>)>> {
-    let Some(found) = Found::open(dir, JOURNAL_FILE)? else {
+    let Some(found) = Found::open(storage, JOURNAL_FILE)? else {
         return Ok(None);
     };
-    let file = &found.file;
-    let parsed = read_move(found.len, &mut |at, buf| file.read_exact_at(buf, at), exact)
+    let parsed = read_move(found.len, &mut |at, buf| found.read_at(at, buf), exact)
         .map_err(|e| found.map_err(e))?;
     Ok(Some((found, parsed)))
 }
@@ -132,17 +135,16 @@ pub(crate) fn pending_move(
 /// The delete a killed process left in `dir`'s journal, for a store of
 /// `phys_len` committed physical records in groups of `group`.
 pub(crate) fn pending_delete(
-    dir: &Path,
+    storage: &dyn Storage,
     phys_len: u64,
     group: u64,
 ) -> Result<Option<(Found, Option<PendingDelete>)>> {
-    let Some(found) = Found::open(dir, DELETE_JOURNAL_FILE)? else {
+    let Some(found) = Found::open(storage, DELETE_JOURNAL_FILE)? else {
         return Ok(None);
     };
-    let file = &found.file;
     let parsed = read_delete(
         found.len,
-        &mut |at, buf| file.read_exact_at(buf, at),
+        &mut |at, buf| found.read_at(at, buf),
         phys_len,
         group,
     )
@@ -152,21 +154,19 @@ pub(crate) fn pending_delete(
 
 /// Writes `dir`'s delete journal in one write; the delete may start once
 /// this returns.
-pub(crate) fn record_delete(dir: &Path, phys_len: u64, targets: &[u64]) -> Result<()> {
-    let path = dir.join(DELETE_JOURNAL_FILE);
-    regular::open(&path, Access::Replace)?
-        .write_all_at(&encode_delete(phys_len, targets), 0)
-        .map_err(Error::io("write", &path))
+pub(crate) fn record_delete(storage: &dyn Storage, phys_len: u64, targets: &[u64]) -> Result<()> {
+    replace(storage, DELETE_JOURNAL_FILE)?.write_at(&encode_delete(phys_len, targets), 0)
 }
 
-/// Removes `dir`'s delete journal, if there is one.
-pub(crate) fn finish_delete(dir: &Path) -> Result<()> {
-    regular::remove_if_present(&dir.join(DELETE_JOURNAL_FILE))
+/// Removes the delete journal, if there is one.
+pub(crate) fn finish_delete(storage: &dyn Storage) -> Result<()> {
+    storage.remove(DELETE_JOURNAL_FILE)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::Memory;
 
     fn loc() -> RecordLoc {
         RecordLoc {
@@ -179,11 +179,12 @@ mod tests {
 
     #[test]
     fn a_recorded_move_reads_back_until_cleared_and_shorter_entries_cut_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut journal = Journal::create(dir.path()).unwrap();
-        assert!(pending_move(dir.path(), true).unwrap().unwrap().1.is_none());
+        let dir = Memory::new("store");
+        let dir = &dir;
+        let mut journal = Journal::create(dir).unwrap();
+        assert!(pending_move(dir, true).unwrap().unwrap().1.is_none());
         journal.record(7, loc(), b"hello").unwrap();
-        let (_, found) = pending_move(dir.path(), true).unwrap().unwrap();
+        let (_, found) = pending_move(dir, true).unwrap().unwrap();
         assert_eq!(
             found,
             Some(PendingMove {
@@ -192,14 +193,14 @@ mod tests {
             })
         );
         journal.clear().unwrap();
-        assert_eq!(pending_move(dir.path(), true).unwrap().unwrap().1, None);
+        assert_eq!(pending_move(dir, true).unwrap().unwrap().1, None);
         let short = RecordLoc {
             phys_len: 2,
             logic_len: 2,
             ..loc()
         };
         journal.record(8, short, b"hi").unwrap();
-        let (found, m) = pending_move(dir.path(), true).unwrap().unwrap();
+        let (found, m) = pending_move(dir, true).unwrap().unwrap();
         assert_eq!(found.len, MOVE_HEADER_LEN as u64 + 2);
         assert_eq!(
             m,
@@ -209,15 +210,16 @@ mod tests {
             })
         );
         journal.remove().unwrap();
-        assert!(pending_move(dir.path(), true).unwrap().is_none());
+        assert!(pending_move(dir, true).unwrap().is_none());
     }
 
     #[test]
     fn a_recorded_delete_reads_back() {
-        let dir = tempfile::tempdir().unwrap();
-        assert!(pending_delete(dir.path(), 40, 1).unwrap().is_none());
-        record_delete(dir.path(), 40, &[9, 4, 0]).unwrap();
-        let (_, d) = pending_delete(dir.path(), 40, 1).unwrap().unwrap();
+        let dir = Memory::new("store");
+        let dir = &dir;
+        assert!(pending_delete(dir, 40, 1).unwrap().is_none());
+        record_delete(dir, 40, &[9, 4, 0]).unwrap();
+        let (_, d) = pending_delete(dir, 40, 1).unwrap().unwrap();
         assert_eq!(
             d,
             Some(PendingDelete {
@@ -225,7 +227,7 @@ mod tests {
                 targets: vec![9, 4, 0]
             })
         );
-        finish_delete(dir.path()).unwrap();
-        assert!(pending_delete(dir.path(), 40, 1).unwrap().is_none());
+        finish_delete(dir).unwrap();
+        assert!(pending_delete(dir, 40, 1).unwrap().is_none());
     }
 }

@@ -1,8 +1,7 @@
 //! Delete (swap-last) and compact (repack live records in physical order).
 
-use std::fs;
 use std::ops::ControlFlow;
-use std::os::unix::fs::FileExt;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::Engine;
@@ -58,8 +57,7 @@ impl Engine {
             })?;
         segment
             .file
-            .write_all_at(&loc.encode(), (phys % entries) * LOC_ENTRY_LEN as u64)
-            .map_err(Error::io("write", &segment.path))
+            .write_at(&loc.encode(), (phys % entries) * LOC_ENTRY_LEN as u64)
     }
 
     /// Deletes the logical records `indices` (of the store before the call;
@@ -83,13 +81,15 @@ impl Engine {
         // finished by the next open instead of leaving duplicates behind;
         // flagged in meta.zr first, so no reader that ignores journals opens
         // the store until the journal is gone.
-        self.set_journal_flag(true)?;
-        journal::record_delete(&self.dir, len * group, &targets)?;
-        crate::hooks::hold("delete:journaled");
-        self.apply_delete(&targets)?;
-        crate::hooks::hold("delete:committed");
-        journal::finish_delete(&self.dir)?;
-        self.set_journal_flag(false)?;
+        self.guarded(|| {
+            self.set_journal_flag(true)?;
+            journal::record_delete(&*self.storage, len * group, &targets)?;
+            crate::hooks::hold("delete:journaled");
+            self.apply_delete(&targets)?;
+            crate::hooks::hold("delete:committed");
+            journal::finish_delete(&*self.storage)?;
+            self.set_journal_flag(false)
+        })?;
         Ok(targets.len() as u64)
     }
 
@@ -149,12 +149,23 @@ impl Engine {
             let snap = self.snapshot();
             for phys in 0..phys_len {
                 let loc = snap.phys_loc(phys)?;
-                snap.stored(phys / self.group, loc)?;
+                snap.check_location(phys / self.group, loc)?;
                 order.push((loc, phys));
             }
         }
         order.sort_unstable_by_key(|(loc, _)| (loc.chunk, loc.offset));
 
+        self.compact_ordered(&order, phys_len, &mut on_progress)
+    }
+
+    /// Compaction once every record is found and checked: moves the
+    /// records of `order` (sorted by location) down, then releases the rest.
+    fn compact_ordered(
+        &mut self,
+        order: &[(RecordLoc, u64)],
+        phys_len: u64,
+        on_progress: &mut impl FnMut(&CompactProgress) -> ControlFlow<()>,
+    ) -> Result<CompactProgress> {
         let capacity = self.geometry.chunk_capacity();
         let mut progress = CompactProgress {
             total: phys_len,
@@ -164,8 +175,8 @@ impl Engine {
         let (mut chunk, mut offset) = (0u32, 0u64);
         let mut buf = Vec::new();
         self.set_journal_flag(true)?;
-        let mut journal = Journal::create(&self.dir)?;
-        for &(loc, phys) in &order {
+        let mut journal = Journal::create(&*self.storage)?;
+        for &(loc, phys) in order {
             let len = u64::from(loc.phys_len);
             if offset + len > capacity {
                 fills.push(offset);
@@ -185,7 +196,7 @@ impl Engine {
                 {
                     let snap = self.snapshot();
                     buf.clear();
-                    buf.extend_from_slice(snap.stored(phys / self.group, loc)?);
+                    buf.extend_from_slice(&snap.stored(phys / self.group, loc)?);
                     if overlaps {
                         journal.record(phys, new_loc, &buf)?;
                         crate::hooks::hold("compact:journaled");
@@ -196,10 +207,7 @@ impl Engine {
                             format!("compaction frontier reached missing chunk {chunk}"),
                         )
                     })?;
-                    dst.file
-                        .file
-                        .write_all_at(&buf, offset)
-                        .map_err(Error::io("write", &dst.file.path))?;
+                    dst.file.file.write_at(&buf, offset)?;
                     // A record moved into an earlier chunk may land past the
                     // bytes that chunk held: they hold a record now (and a
                     // reopen counts them, as the file's length). An empty
@@ -235,38 +243,28 @@ impl Engine {
         let entries = self.geometry.segment_entries();
         self.journal_flag.store(false, Ordering::Release);
         self.write_meta(chunk, offset, phys_len)?;
-        let dir = self.dir.clone();
+        let storage = Arc::clone(&self.storage);
         let files = self.files_exclusive();
         for (c, &fill) in fills.iter().enumerate() {
             let file = &files.chunks[c];
-            if file.file.file_len()? != fill {
-                file.file
-                    .file
-                    .set_len(fill)
-                    .map_err(Error::io("truncate", &file.file.path))?;
+            if file.file.file.len()? != fill {
+                file.file.file.set_len(fill)?;
             }
             file.committed.store(fill, Ordering::Release);
         }
-        let stale_chunks: Vec<_> = files
-            .chunks
-            .drain(fills.len()..)
-            .map(|c| c.file.path.clone())
-            .collect();
-        let stale_segments: Vec<_> = files
-            .segments
-            .drain(segments as usize..)
-            .map(|s| s.path.clone())
-            .collect();
-        for path in stale_chunks.iter().chain(&stale_segments) {
-            fs::remove_file(path).map_err(Error::io("remove", path))?;
+        let stale_chunks = files.chunks.len() as u64;
+        files.chunks.truncate(fills.len());
+        let stale_segments = files.segments.len() as u64;
+        files.segments.truncate(segments as usize);
+        for c in fills.len() as u64..stale_chunks {
+            storage.remove(&chunk_file(c))?;
         }
-        let last_segment = &files.segments[segments as usize - 1];
-        last_segment
+        for s in segments..stale_segments {
+            storage.remove(&loc_file(s))?;
+        }
+        files.segments[segments as usize - 1]
             .file
-            .set_len((phys_len - (segments - 1) * entries) * LOC_ENTRY_LEN as u64)
-            .map_err(Error::io("truncate", &last_segment.path))?;
-        debug_assert_eq!(last_segment.path, dir.join(loc_file(segments - 1)));
-        debug_assert!(!dir.join(chunk_file(u64::from(chunk) + 1)).exists());
+            .set_len((phys_len - (segments - 1) * entries) * LOC_ENTRY_LEN as u64)?;
 
         let w = self
             .writer

@@ -11,16 +11,15 @@ mod journal;
 mod maintenance;
 mod open;
 mod prefetch;
-pub(crate) mod regular;
 mod verify;
 
-use std::fs::{self, File};
-use std::os::unix::fs::FileExt;
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
 pub(crate) use gather::Snapshot;
+
 pub use gather::{PARALLEL_COPY_BYTES, PIECES_PER_THREAD};
 pub use maintenance::CompactProgress;
 pub use open::{DiscardedJournal, RepairReport};
@@ -31,9 +30,9 @@ use crate::format::{
     CodecTag, DICT_FILE, Geometry, META_FILE, MetaFlags, MetaHeader, STORE_FILE, StoreFeatures,
     StoreHeader, TypeIdentity, checksum, chunk_file, loc_file,
 };
+use crate::storage::{Access, Disk, Io, Storage, StorageFile};
 use crate::{Codec, Error, OpenOptions, Result};
 use files::FileTable;
-use regular::Access;
 
 /// What a store holds and where its bytes go — from [`DenseStore::stats`](crate::DenseStore::stats)
 /// and [`RaggedStore::stats`](crate::RaggedStore::stats).
@@ -77,11 +76,20 @@ impl Writer {
     }
 }
 
+/// Where a store is created: a folder on disk, or a storage.
+pub(crate) enum Place<'a> {
+    Path(&'a Path),
+    Storage(Arc<dyn Storage>),
+}
+
 pub(crate) struct Engine {
+    /// Where the store is, as errors name it.
     dir: PathBuf,
+    /// The store's folder: every file is reached through it.
+    storage: Arc<dyn Storage>,
     /// `meta.zr`, opened once and locked for the handle's lifetime
     /// (exclusively, or shared by read-only handles).
-    meta: File,
+    meta: Arc<dyn StorageFile>,
     identity: TypeIdentity,
     codec: CodecRuntime,
     geometry: Geometry,
@@ -100,6 +108,9 @@ pub(crate) struct Engine {
     /// once; a writer that adds files publishes a new table.
     files: RwLock<Arc<FileTable>>,
     writer: Mutex<Writer>,
+    /// Set when a write failed part way and left this handle's view of the
+    /// store unsure: every later call fails until the store is reopened.
+    failed: AtomicBool,
 }
 
 impl Engine {
@@ -108,7 +119,7 @@ impl Engine {
     /// The store is built in a temporary folder beside `dir` and renamed into
     /// place when complete, so a failed or interrupted create leaves nothing
     /// at `dir`.
-    pub(crate) fn create(
+    fn create(
         dir: &Path,
         identity: TypeIdentity,
         codec: Codec,
@@ -144,18 +155,68 @@ impl Engine {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos())
         ));
-        let built = write_new_store(&staging, &identity, &codec, geometry).and_then(|()| {
-            if dir.exists() {
-                fs::remove_dir(dir).map_err(Error::io("replace the empty folder", dir))?;
-            }
-            fs::rename(&staging, dir).map_err(Error::io("rename into place", dir))?;
-            sync_dir(&parent)
-        });
+        let built = fs::create_dir(&staging)
+            .map_err(Error::io("create", &staging))
+            .and_then(|()| {
+                write_new_store(
+                    &Disk::new(&staging, Io::Mapped),
+                    &identity,
+                    &codec,
+                    geometry,
+                )
+            })
+            .and_then(|()| {
+                if dir.exists() {
+                    fs::remove_dir(dir).map_err(Error::io("replace the empty folder", dir))?;
+                }
+                fs::rename(&staging, dir).map_err(Error::io("rename into place", dir))?;
+                crate::storage::sync_dir(&parent)
+            });
         if let Err(e) = built {
             let _ = fs::remove_dir_all(&staging);
             return Err(e);
         }
         Engine::open(dir, OpenOptions::new())
+    }
+
+    /// Creates a store at `place` and opens it.
+    pub(crate) fn create_at(
+        place: Place<'_>,
+        identity: TypeIdentity,
+        codec: Codec,
+        geometry: Geometry,
+    ) -> Result<Engine> {
+        match place {
+            Place::Path(dir) => Engine::create(dir, identity, codec, geometry),
+            Place::Storage(storage) => Engine::create_in(storage, identity, codec, geometry),
+        }
+    }
+
+    /// Creates a store in `storage`, which must be empty, and opens it.
+    /// The header files are written last, so an interrupted create leaves
+    /// no store (but files the next create refuses to overwrite).
+    fn create_in(
+        storage: Arc<dyn Storage>,
+        identity: TypeIdentity,
+        codec: Codec,
+        geometry: Geometry,
+    ) -> Result<Engine> {
+        identity.check().map_err(Error::InvalidArgument)?;
+        geometry.check().map_err(Error::InvalidArgument)?;
+        if !storage.list()?.is_empty() {
+            return Err(Error::AlreadyExists {
+                path: storage.location().into(),
+            });
+        }
+        if let Err(e) = write_new_store(&*storage, &identity, &codec, geometry) {
+            // Leave the storage empty, as it was: a retry must not find a half-made store.
+            for name in storage.list().unwrap_or_default() {
+                let _ = storage.remove(&name);
+            }
+            let _ = storage.sync();
+            return Err(e);
+        }
+        Engine::open_in(storage, OpenOptions::new())
     }
 
     pub(crate) fn dir(&self) -> &Path {
@@ -179,14 +240,38 @@ impl Engine {
         self.options.read_only
     }
 
-    /// Fails on a read-only handle: every write path calls it first.
+    /// Fails on a read-only handle, or one a failed write left unsure:
+    /// every write path calls it first.
     fn check_writable(&self) -> Result<()> {
+        self.check_not_failed()?;
         if self.options.read_only {
             return Err(Error::ReadOnly {
                 path: self.dir.clone(),
             });
         }
         Ok(())
+    }
+
+    /// Fails once a write on this handle failed part way.
+    #[inline]
+    pub(crate) fn check_not_failed(&self) -> Result<()> {
+        if self.failed.load(Ordering::Acquire) {
+            return Err(Error::NeedsRecovery {
+                path: self.dir.clone(),
+                reason: "a write on this handle failed part way: reopen the store".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs a write that may leave this handle's view of the store unsure
+    /// if it fails part way; on failure, the handle refuses every later call.
+    fn guarded<T>(&self, write: impl FnOnce() -> Result<T>) -> Result<T> {
+        let done = write();
+        if done.is_err() {
+            self.failed.store(true, Ordering::Release);
+        }
+        done
     }
 
     /// Whether ragged records may have zero elements (format version 2).
@@ -248,10 +333,7 @@ impl Engine {
                 self.journal_flag.load(Ordering::Acquire),
             ),
         };
-        let path = self.dir.join(META_FILE);
-        self.meta
-            .write_all_at(&header.encode(), 0)
-            .map_err(Error::io("write", path))
+        self.meta.write_at(&header.encode(), 0)
     }
 
     /// Space accounting; reads the whole record table.
@@ -298,26 +380,18 @@ impl Engine {
         let files = self.files();
         if let Some(from) = w.dirty_chunks_from {
             for chunk in files.chunks.iter().skip(from as usize) {
-                chunk
-                    .file
-                    .file
-                    .sync_data()
-                    .map_err(Error::io("sync", &chunk.file.path))?;
+                chunk.file.file.sync()?;
             }
         }
         if let Some(from) = w.dirty_segments_from {
             for segment in files.segments.iter().skip(from as usize) {
-                segment
-                    .file
-                    .sync_data()
-                    .map_err(Error::io("sync", &segment.path))?;
+                segment.file.sync()?;
             }
         }
         if w.dirty_meta {
-            self.meta
-                .sync_data()
-                .map_err(Error::io("sync", self.dir.join(META_FILE)))?;
-            sync_dir(&self.dir)?;
+            // New files' names first: the header may count them.
+            self.storage.sync()?;
+            self.meta.sync()?;
         }
         w.dirty_chunks_from = None;
         w.dirty_segments_from = None;
@@ -326,20 +400,19 @@ impl Engine {
     }
 }
 
-/// Writes the files of an empty store into `staging`, durably; `store.zr` last.
+/// Writes the files of an empty store into `storage`, durably; `store.zr` last.
 fn write_new_store(
-    staging: &Path,
+    storage: &dyn Storage,
     identity: &TypeIdentity,
     codec: &Codec,
     geometry: Geometry,
 ) -> Result<()> {
-    fs::create_dir(staging).map_err(Error::io("create", staging))?;
     let write = |name: &str, bytes: &[u8]| -> Result<()> {
-        let path = staging.join(name);
-        let f = regular::open(&path, Access::Replace)?;
-        f.write_all_at(bytes, 0)
-            .map_err(Error::io("write", &path))?;
-        f.sync_all().map_err(Error::io("sync", &path))
+        let f = storage
+            .open(name, Access::Replace)?
+            .ok_or_else(|| Error::corrupt(storage.location().join(name), "not created"))?;
+        f.write_at(bytes, 0)?;
+        f.sync()
     };
     if let Codec::ZstdDict(dict) = codec {
         write(DICT_FILE, dict.as_bytes())?;
@@ -347,13 +420,7 @@ fn write_new_store(
     write(&loc_file(0), &[])?;
     write(&chunk_file(0), &[])?;
     write(META_FILE, &MetaHeader::new(codec, geometry).encode())?;
+    storage.sync()?;
     write(STORE_FILE, &StoreHeader::new(identity.clone()).encode())?;
-    sync_dir(staging)
-}
-
-/// Makes a folder's entries (new, renamed or removed files) durable.
-fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(Error::io("sync", dir))
+    storage.sync()
 }

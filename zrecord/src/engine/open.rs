@@ -2,14 +2,12 @@
 //! anything is touched; then a writable open recovers what a killed writer
 //! left, and a read-only open reads the last committed state as it is.
 
-use std::fs::{self, File, TryLockError};
-use std::io::Read;
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, RwLock};
 
 use super::journal::{self, Found};
-use super::regular::{self, Access};
 use super::{Engine, FileTable, Writer};
 use crate::codec::CodecRuntime;
 use crate::format::journal::{PendingDelete, PendingMove};
@@ -17,6 +15,7 @@ use crate::format::{
     CodecTag, DICT_FILE, LOC_ENTRY_LEN, MAX_DICT_BYTES, MAX_STORE_FILE_BYTES, META_FILE, META_LEN,
     MetaFlags, MetaHeader, STORE_FILE, StoreHeader, chunk_file, loc_file, numbered_file,
 };
+use crate::storage::{self, Access, Disk, Io, Storage, StorageFile};
 use crate::{Codec, Dictionary, Error, OpenOptions, Result, StoreKind};
 
 /// What [`repair`](crate::repair) did.
@@ -43,9 +42,9 @@ pub struct DiscardedJournal {
 /// A store's data files, opened and sized, nothing written yet.
 struct DataFiles {
     /// Each segment's file and size.
-    segments: Vec<(File, u64)>,
+    segments: Vec<(Arc<dyn StorageFile>, u64)>,
     /// Each chunk's file and size.
-    chunks: Vec<(File, u64)>,
+    chunks: Vec<(Arc<dyn StorageFile>, u64)>,
 }
 
 /// The journals' pending work, checked against the store.
@@ -81,33 +80,37 @@ impl Engine {
     /// Opens the store at `dir` as `options` say, checking every header, and
     /// takes its lock.
     pub(crate) fn open(dir: &Path, options: OpenOptions) -> Result<Engine> {
-        Self::open_inner(dir, options, false).map(|(engine, _)| engine)
+        check_folder(dir)?;
+        Self::open_in(Arc::new(Disk::new(dir, options.io)), options)
+    }
+
+    /// Opens the store in `storage` as `options` say (their `io` aside).
+    pub(crate) fn open_in(storage: Arc<dyn Storage>, options: OpenOptions) -> Result<Engine> {
+        Self::open_inner(storage, options, false).map(|(engine, _)| engine)
     }
 
     /// A writable open that removes damaged journals instead of failing on
     /// them, reporting what it removed.
     pub(crate) fn repair(dir: &Path) -> Result<RepairReport> {
-        Self::open_inner(dir, OpenOptions::new(), true).map(|(_, report)| report)
+        check_folder(dir)?;
+        let storage = Arc::new(Disk::new(dir, Io::Auto));
+        Self::open_inner(storage, OpenOptions::new(), true).map(|(_, report)| report)
     }
 
     fn open_inner(
-        dir: &Path,
+        storage: Arc<dyn Storage>,
         options: OpenOptions,
         repair: bool,
     ) -> Result<(Engine, RepairReport)> {
-        let not_a_store = |reason: &str| Error::NotAStore {
-            path: dir.into(),
-            reason: reason.into(),
-        };
-        match fs::metadata(dir) {
-            Ok(m) if m.is_dir() => {}
-            Ok(_) => return Err(not_a_store("it is not a folder")),
-            Err(_) => return Err(not_a_store("no such folder")),
-        }
+        let dir = storage.location().to_path_buf();
+        let dir = &dir;
         let store_path = dir.join(STORE_FILE);
         let meta_path = dir.join(META_FILE);
-        if !regular::exists(&store_path) || !regular::exists(&meta_path) {
-            return Err(not_a_store("it has no store.zr and meta.zr"));
+        if !storage.exists(STORE_FILE)? || !storage.exists(META_FILE)? {
+            return Err(Error::NotAStore {
+                path: dir.into(),
+                reason: "it has no store.zr and meta.zr".into(),
+            });
         }
         let write = !options.read_only;
         let access = if write {
@@ -115,27 +118,19 @@ impl Engine {
         } else {
             Access::Read
         };
-        let meta = regular::open(&meta_path, access)?;
-        let locked = if write {
-            meta.try_lock()
-        } else {
-            meta.try_lock_shared()
-        };
-        match locked {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Err(Error::StoreBusy { path: dir.into() }),
-            Err(TryLockError::Error(e)) => return Err(Error::io("lock", &meta_path)(e)),
+        let meta = storage
+            .open(META_FILE, access)?
+            .ok_or_else(|| Error::corrupt(&meta_path, "missing"))?;
+        if !meta.try_lock(write)? {
+            return Err(Error::StoreBusy { path: dir.into() });
         }
 
-        let header = StoreHeader::decode(
-            &store_path,
-            &regular::read_small(&store_path, MAX_STORE_FILE_BYTES)?,
-        )?;
-        let mut meta_bytes = Vec::with_capacity(META_LEN + 1);
-        (&meta)
-            .take(META_LEN as u64 + 1)
-            .read_to_end(&mut meta_bytes)
-            .map_err(Error::io("read", &meta_path))?;
+        let store_bytes = storage::read_small(&*storage, STORE_FILE, MAX_STORE_FILE_BYTES)?
+            .ok_or_else(|| Error::corrupt(&store_path, "missing"))?;
+        let header = StoreHeader::decode(&store_path, &store_bytes)?;
+        let meta_len = meta.len()?.min(META_LEN as u64 + 1);
+        let mut meta_bytes = vec![0; meta_len as usize];
+        meta.read_at(&mut meta_bytes, 0)?;
         let m = MetaHeader::decode(&meta_path, &meta_bytes)?;
         if m.version != header.version {
             return Err(Error::corrupt(
@@ -146,7 +141,7 @@ impl Engine {
                 ),
             ));
         }
-        let codec = CodecRuntime::new(read_codec(dir, m.codec)?)?;
+        let codec = CodecRuntime::new(read_codec(&*storage, m.codec)?)?;
         let group = match header.identity.kind() {
             StoreKind::Dense => 1,
             StoreKind::Ragged => 2,
@@ -158,8 +153,8 @@ impl Engine {
             ));
         }
 
-        let data = open_data_files(dir, &m, access)?;
-        let pending = read_journals(dir, &m, group, header.version, &data, repair)?;
+        let data = open_data_files(&*storage, &m, access)?;
+        let pending = read_journals(&*storage, &m, group, header.version, &data, repair)?;
         if !write {
             if let Some((found, m)) = &pending.moved {
                 return Err(Error::NeedsRecovery {
@@ -180,10 +175,12 @@ impl Engine {
                 });
             }
         } else {
-            remove_uncommitted(dir, &m, &data)?;
+            remove_uncommitted(&*storage, &m, &data)?;
         }
 
-        let mut files = FileTable::new(dir, m.geometry);
+        let data_bytes = data.chunks.iter().map(|(_, len)| len).sum();
+        let mapped = storage.io(data_bytes) == Io::Mapped;
+        let mut files = FileTable::new(Arc::clone(&storage), m.geometry, mapped);
         for (file, _) in data.segments {
             files.push_segment(file)?;
         }
@@ -198,6 +195,7 @@ impl Engine {
         }
         let engine = Engine {
             dir: dir.into(),
+            storage,
             meta,
             identity: header.identity,
             codec,
@@ -216,6 +214,7 @@ impl Engine {
                 dirty_segments_from: None,
                 dirty_meta: false,
             }),
+            failed: AtomicBool::new(false),
         };
         if write {
             engine.finish_journals(pending.moved, pending.delete, &pending.found)?;
@@ -239,7 +238,7 @@ impl Engine {
         if let Some((journal, m)) = moved {
             let files = self.files();
             let chunk = &files.chunks[m.loc.chunk as usize];
-            journal.copy_record(&m, &chunk.file.file, &chunk.file.path)?;
+            journal.copy_record(&m, &*chunk.file.file)?;
             self.write_loc(m.phys, m.loc)?;
             let segment = m.phys / self.geometry.segment_entries();
             self.writer().touch(Some(m.loc.chunk), Some(segment));
@@ -248,7 +247,9 @@ impl Engine {
             self.apply_delete(&d.targets)?;
         }
         for path in found {
-            regular::remove_if_present(path)?;
+            if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
+                self.storage.remove(name)?;
+            }
         }
         if self.journal_flag.load(std::sync::atomic::Ordering::Acquire) {
             self.set_journal_flag(false)?;
@@ -257,14 +258,31 @@ impl Engine {
     }
 }
 
+/// Fails unless `dir` is a folder.
+fn check_folder(dir: &Path) -> Result<()> {
+    let not_a_store = |reason: &str| Error::NotAStore {
+        path: dir.into(),
+        reason: reason.into(),
+    };
+    match fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(not_a_store("it is not a folder")),
+        Err(_) => Err(not_a_store("no such folder")),
+    }
+}
+
 /// The codec `meta.zr` names, with `dict.zr` read (and bounded) for `zstd_dict`.
-fn read_codec(dir: &Path, tag: CodecTag) -> Result<Codec> {
+fn read_codec(storage: &dyn Storage, tag: CodecTag) -> Result<Codec> {
+    let dir = storage.location();
     let dict_path = dir.join(DICT_FILE);
-    match (tag, regular::exists(&dict_path)) {
+    match (tag, storage.exists(DICT_FILE)?) {
         (CodecTag::ZstdDict, false) => Err(Error::MissingDictionary { path: dir.into() }),
         (CodecTag::ZstdDict, true) => Ok(Codec::ZstdDict(
-            Dictionary::from_bytes(regular::read_small(&dict_path, MAX_DICT_BYTES)?)
-                .map_err(|e| Error::corrupt(&dict_path, e.to_string()))?,
+            Dictionary::from_bytes(
+                storage::read_small(storage, DICT_FILE, MAX_DICT_BYTES)?
+                    .ok_or_else(|| Error::MissingDictionary { path: dir.into() })?,
+            )
+            .map_err(|e| Error::corrupt(&dict_path, e.to_string()))?,
         )),
         (_, true) => Err(Error::corrupt(
             &dict_path,
@@ -278,22 +296,27 @@ fn read_codec(dir: &Path, tag: CodecTag) -> Result<Codec> {
 /// Opens the table segments and chunks `meta.zr` needs and checks their
 /// sizes. Stops at the first missing file, so a crafted count costs
 /// nothing; writes nothing.
-fn open_data_files(dir: &Path, m: &MetaHeader, access: Access) -> Result<DataFiles> {
+fn open_data_files(storage: &dyn Storage, m: &MetaHeader, access: Access) -> Result<DataFiles> {
     let g = m.geometry;
     let mut data = DataFiles {
         segments: Vec::new(),
         chunks: Vec::new(),
     };
-    let open = |path: &Path| -> Result<(File, u64)> {
-        let file = regular::open_if_present(path, access)?
-            .ok_or_else(|| Error::corrupt(path, "missing (the header needs it)"))?;
-        let len = regular::len(&file, path)?;
+    let open = |name: &str| -> Result<(Arc<dyn StorageFile>, u64)> {
+        let file = storage.open(name, access)?.ok_or_else(|| {
+            Error::corrupt(
+                storage.location().join(name),
+                "missing (the header needs it)",
+            )
+        })?;
+        let len = file.len()?;
         Ok((file, len))
     };
     for s in 0..g.segments_for(m.length) {
-        let path = dir.join(loc_file(s));
+        let name = loc_file(s);
+        let path = storage.location().join(&name);
         let need = (m.length - s * g.segment_entries()).min(g.segment_entries());
-        let (file, have) = open(&path)?;
+        let (file, have) = open(&name)?;
         if have < need * LOC_ENTRY_LEN as u64 {
             return Err(Error::corrupt(
                 &path,
@@ -306,8 +329,9 @@ fn open_data_files(dir: &Path, m: &MetaHeader, access: Access) -> Result<DataFil
         data.segments.push((file, have));
     }
     for c in 0..=u64::from(m.tail_chunk) {
-        let path = dir.join(chunk_file(c));
-        let (file, have) = open(&path)?;
+        let name = chunk_file(c);
+        let path = storage.location().join(&name);
+        let (file, have) = open(&name)?;
         if have > g.chunk_capacity() {
             return Err(Error::corrupt(
                 &path,
@@ -328,7 +352,7 @@ fn open_data_files(dir: &Path, m: &MetaHeader, access: Access) -> Result<DataFil
 /// Finds and checks both journals. A damaged one is a corruption error
 /// naming it, or, when `repair`, is reported and left for removal.
 fn read_journals(
-    dir: &Path,
+    storage: &dyn Storage,
     m: &MetaHeader,
     group: u64,
     version: u8,
@@ -338,7 +362,7 @@ fn read_journals(
     let mut pending = Pending::default();
     let move_risk = "if a compaction was stopped while it moved a record, that record may be \
                      damaged: verify finds it";
-    match journal::pending_move(dir, version >= 2) {
+    match journal::pending_move(storage, version >= 2) {
         Ok(None) => {}
         Ok(Some((found, parsed))) => {
             pending.found.push(found.path.clone());
@@ -370,7 +394,7 @@ fn read_journals(
     }
     let delete_risk = "if a delete was stopped part way, some records may appear twice or \
                        deleted ones remain: verify cannot tell";
-    match journal::pending_delete(dir, m.length, group) {
+    match journal::pending_delete(storage, m.length, group) {
         Ok(None) => {}
         Ok(Some((found, parsed))) => {
             pending.found.push(found.path.clone());
@@ -384,32 +408,25 @@ fn read_journals(
 /// Recovery of a writable open: drops the bytes and files an interrupted
 /// append left past the committed frontier. Only files with the exact names
 /// the format writes are touched (through the handles checked above).
-fn remove_uncommitted(dir: &Path, m: &MetaHeader, data: &DataFiles) -> Result<()> {
+fn remove_uncommitted(storage: &dyn Storage, m: &MetaHeader, data: &DataFiles) -> Result<()> {
     let g = m.geometry;
     if let Some((tail, len)) = data.chunks.last()
         && *len != u64::from(m.tail_offset)
     {
-        let path = dir.join(chunk_file(m.tail_chunk.into()));
-        tail.set_len(m.tail_offset.into())
-            .map_err(Error::io("truncate", &path))?;
+        tail.set_len(m.tail_offset.into())?;
     }
     let segments = data.segments.len() as u64;
     let last_need = (m.length - (segments - 1) * g.segment_entries()) * LOC_ENTRY_LEN as u64;
     if let Some((last, len)) = data.segments.last()
         && *len > last_need
     {
-        let path = dir.join(loc_file(segments - 1));
-        last.set_len(last_need)
-            .map_err(Error::io("truncate", &path))?;
+        last.set_len(last_need)?;
     }
-    for entry in fs::read_dir(dir).map_err(Error::io("list", dir))? {
-        let name = entry.map_err(Error::io("list", dir))?.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let stale = numbered_file(name, "chunk").is_some_and(|n| n > m.tail_chunk.into())
-            || numbered_file(name, "loc").is_some_and(|n| n >= segments);
+    for name in storage.list()? {
+        let stale = numbered_file(&name, "chunk").is_some_and(|n| n > m.tail_chunk.into())
+            || numbered_file(&name, "loc").is_some_and(|n| n >= segments);
         if stale {
-            let path = dir.join(name);
-            fs::remove_file(&path).map_err(Error::io("remove", &path))?;
+            storage.remove(&name)?;
         }
     }
     Ok(())

@@ -89,7 +89,7 @@ impl Engine {
             TypeIdentity::Ragged { dtype } => {
                 let shape_loc = snap.loc(index, 1)?;
                 let mut dims = Vec::new();
-                decode_shape(snap.raw_record(index, shape_loc, true)?, &mut dims)
+                decode_shape(&snap.raw_record(index, shape_loc, true)?, &mut dims)
                     .map_err(corrupt)?;
                 let elements = dims
                     .iter()
@@ -113,10 +113,10 @@ impl Engine {
         let dtype = self.identity.dtype();
         let valid = |bytes: &[u8]| validate_bytes(dtype, bytes).map_err(|e| e.to_string());
         if self.codec.is_raw() {
-            valid(snap.raw_record(index, loc, true)?).map_err(corrupt)?;
+            valid(&snap.raw_record(index, loc, true)?).map_err(corrupt)?;
         } else {
             checker
-                .check(snap.stored(index, loc)?, loc.logic_len as usize, valid)
+                .check(&snap.stored(index, loc)?, loc.logic_len as usize, valid)
                 .map_err(corrupt)?;
         }
         Ok((loc.logic_len.into(), stored))

@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 use zrecord::{Codec, DType, DictTier, Dictionary};
 
 pub mod appenders;
+pub mod backends;
 
 /// Every file of a store folder, by name: to prove an operation changed nothing.
 pub fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
