@@ -16,23 +16,37 @@
 //! Options: `--size S` (crop side, default 28), `--epochs N` (10), `--batch B`
 //! (64), `--workers W` (2), `--stores DIR` (where the stores and the written
 //! folders go; default a temporary folder).
+//!
+//! This file is self-contained: copy it into a crate of your own along with
+//! the dependencies the README's Burn section lists, zrecord's `idx` and
+//! zrecord-burn's `vision` features, and `png` (to write Fashion-MNIST out).
 
 use std::error::Error;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use burn::data::dataloader::DataLoader;
 use burn::lr_scheduler::cosine::CosineAnnealingLrSchedulerConfig;
+use burn::module::Module;
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::loss::CrossEntropyLossConfig;
+use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
+use burn::nn::{Linear, LinearConfig, PaddingConfig2d};
 use burn::optim::AdamConfig;
+use burn::tensor::activation::relu;
 use burn::tensor::{Device, Int, Tensor};
 use burn::train::metric::{AccuracyMetric, LossMetric};
-use burn::train::{Learner, SupervisedTraining};
-use zrecord_burn::EpochReport;
+use burn::train::{
+    ClassificationOutput, InferenceStep, Learner, SupervisedTraining, TrainOutput, TrainStep,
+};
+use zrecord::{Codec, DenseStore, RaggedStore};
 use zrecord_burn::vision::{IMAGENET_MEAN, IMAGENET_STD, ImageFolder, Transform};
-use zrecord_burn::{Batch, EpochMode, Mode, StoreDataLoader, dense_tensor, image_tensor};
-use zrecord_examples::cnn::{Cnn, PhotoBatch, accuracy};
-use zrecord_examples::image_folder::{import, write_fashion_pngs};
+use zrecord_burn::{
+    Batch, EpochMode, EpochReport, Mode, StoreDataLoader, dense_tensor, image_tensor,
+};
 
+/// Seeds the training order and the augmentation.
 const SEED: u64 = 2024;
 
 /// Command-line options.
@@ -88,16 +102,241 @@ fn options() -> Result<Options, String> {
     Ok(options)
 }
 
+/// Fashion-MNIST's class names in label order, as the folder names of the
+/// written ImageFolder tree. The number in front makes the folders sort in
+/// label order, and `ImageFolder` numbers classes by sorted folder name.
+const FASHION_CLASSES: [&str; 10] = [
+    "0-tshirt",
+    "1-trouser",
+    "2-pullover",
+    "3-dress",
+    "4-coat",
+    "5-sandal",
+    "6-shirt",
+    "7-sneaker",
+    "8-bag",
+    "9-boot",
+];
+
+/// Finds the IDX file `name` (`t10k-labels-idx1-ubyte`, say) in `dir`,
+/// gzipped or plain, with `-idx` or `.idx` in its name: both spellings are
+/// in circulation.
+fn find_idx(dir: &Path, name: &str) -> Option<PathBuf> {
+    let dotted = name.replacen("-idx", ".idx", 1);
+    [
+        name.to_string(),
+        format!("{name}.gz"),
+        dotted.clone(),
+        format!("{dotted}.gz"),
+    ]
+    .into_iter()
+    .map(|n| dir.join(n))
+    .find(|p| p.is_file())
+}
+
+/// An IDX file of unsigned bytes, gzipped or plain: its dimensions and its
+/// elements.
+fn read_idx_u8(path: &Path) -> Result<(Vec<usize>, Vec<u8>), Box<dyn Error>> {
+    let file = zrecord::idx::open(path)?;
+    let dims = file.shape().to_vec();
+    let data = file.read_all()?.into_vec::<u8>().map_err(|values| {
+        format!(
+            "{}: its elements are {}, not unsigned bytes",
+            path.display(),
+            values.dtype()
+        )
+    })?;
+    Ok((dims, data))
+}
+
+/// Writes the images of IDX split `split` (e.g. `t10k`) in `idx_dir` as
+/// grey PNG files: images `0..train` to `out/train/<class>/<n>.png` and the
+/// next `test` to `out/test/<class>/<n>.png`. Gives the example a folder of
+/// image files without a download beyond the IDX files.
+fn write_fashion_pngs(
+    idx_dir: &Path,
+    split: &str,
+    out: &Path,
+    train: usize,
+    test: usize,
+) -> Result<(), Box<dyn Error>> {
+    let find = |name: String| {
+        find_idx(idx_dir, &name).ok_or_else(|| format!("{} has no {name}[.gz]", idx_dir.display()))
+    };
+    let (image_dims, images) = read_idx_u8(&find(format!("{split}-images-idx3-ubyte"))?)?;
+    let (_, labels) = read_idx_u8(&find(format!("{split}-labels-idx1-ubyte"))?)?;
+    let [n, h, w] = image_dims[..] else {
+        return Err(format!("images shaped {image_dims:?}, not (N, H, W)").into());
+    };
+    if n < train + test || labels.len() != n {
+        return Err(format!(
+            "{n} images, {} labels: fewer than {}",
+            labels.len(),
+            train + test
+        )
+        .into());
+    }
+    for (k, (pixels, &label)) in images
+        .chunks_exact(h * w)
+        .zip(&labels)
+        .take(train + test)
+        .enumerate()
+    {
+        let part = if k < train { "train" } else { "test" };
+        let class = FASHION_CLASSES
+            .get(usize::from(label))
+            .ok_or_else(|| format!("label {label} of image {k} is not a Fashion-MNIST class"))?;
+        let dir = out.join(part).join(class);
+        std::fs::create_dir_all(&dir)?;
+        let mut png = Vec::new();
+        let mut encoder = png::Encoder::new(&mut png, w as u32, h as u32);
+        encoder.set_color(png::ColorType::Grayscale);
+        let mut writer = encoder.write_header()?;
+        writer.write_image_data(pixels)?;
+        writer.finish()?;
+        std::fs::write(dir.join(format!("{k:05}.png")), png)?;
+    }
+    Ok(())
+}
+
+/// Imports the images of `folder` as they are (encoded) into a ragged `u8`
+/// store `stores/images` and their labels into `stores/labels`: what
+/// `zrecord import images` writes, without its decode check. Decoding waits
+/// for the loader's workers.
+fn import(
+    folder: &ImageFolder,
+    stores: &Path,
+) -> Result<(RaggedStore<u8>, DenseStore<i64>), Box<dyn Error>> {
+    let _ = std::fs::remove_dir_all(stores);
+    let images = RaggedStore::<u8>::create(stores.join("images"), Codec::Raw)?;
+    let labels = DenseStore::<i64>::create(stores.join("labels"), &[], Codec::Raw)?;
+    // 1,024 files at a time: the whole folder need not fit in memory.
+    for chunk in (0..folder.images.len()).collect::<Vec<_>>().chunks(1024) {
+        let files = chunk
+            .iter()
+            .map(|&k| folder.read(k))
+            .collect::<Result<Vec<_>, _>>()?;
+        images.append_slices(&files)?;
+    }
+    labels.append(&folder.images.iter().map(|i| i.label).collect::<Vec<_>>())?;
+    Ok((images, labels))
+}
+
+/// A batch of images and their class labels.
+#[derive(Clone, Debug)]
+struct PhotoBatch {
+    /// `(B, 3, H, W)`, normalised.
+    images: Tensor<4>,
+    /// `(B,)`.
+    labels: Tensor<1, Int>,
+}
+
+/// The training augmentation: a random crop of 60–100 % of the image
+/// resized to `size × size`, flipped half the time.
+fn augment(size: u32) -> Transform {
+    Transform::random_resized_crop(size)
+        .scale(0.6, 1.0)
+        .flip(0.5)
+        .normalize(IMAGENET_MEAN, IMAGENET_STD)
+}
+
 /// A loader batch → the model's input, on the worker threads: the encoded
-/// images decoded and transformed into `(B, 3, S, S)`, and the labels.
+/// images decoded and transformed into `(B, 3, S, S)`, and the labels. The
+/// random crops and flips are keyed by `seed`, the step and the position in
+/// the batch, so a run resumed at a step repeats them.
 fn converter(
     transform: Transform,
+    seed: u64,
 ) -> impl Fn(Batch, &Device) -> zrecord_burn::Result<PhotoBatch> + Send + Sync + 'static {
     move |mut batch, device| {
-        let images = image_tensor(&batch, "image", &transform, SEED, device)?;
+        let images = image_tensor(&batch, "image", &transform, seed, device)?;
         let labels: Tensor<1, Int> = dense_tensor(&mut batch, "label", device)?;
         Ok(PhotoBatch { images, labels })
     }
+}
+
+/// conv 3→16 → pool → conv 16→32 → pool → linear → 128 → linear → classes.
+#[derive(Module, Debug)]
+struct Cnn {
+    conv1: Conv2d,
+    conv2: Conv2d,
+    pool: MaxPool2d,
+    hidden: Linear,
+    out: Linear,
+}
+
+impl Cnn {
+    /// A classifier of `size × size` images into `classes` classes.
+    fn new(size: usize, classes: usize, device: &Device) -> Cnn {
+        // 3×3 convolutions padded to keep the side; each pool halves it.
+        let conv = |i, o| {
+            Conv2dConfig::new([i, o], [3, 3])
+                .with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1))
+                .init(device)
+        };
+        let side = size / 4;
+        Cnn {
+            conv1: conv(3, 16),
+            conv2: conv(16, 32),
+            pool: MaxPool2dConfig::new([2, 2]).with_strides([2, 2]).init(),
+            hidden: LinearConfig::new(32 * side * side, 128).init(device),
+            out: LinearConfig::new(128, classes).init(device),
+        }
+    }
+
+    /// Class logits `(B, classes)` of images `(B, 3, size, size)`.
+    fn forward(&self, images: Tensor<4>) -> Tensor<2> {
+        let x = self.pool.forward(relu(self.conv1.forward(images)));
+        let x = self.pool.forward(relu(self.conv2.forward(x)));
+        let x: Tensor<2> = x.flatten(1, 3);
+        self.out.forward(relu(self.hidden.forward(x)))
+    }
+
+    fn classify(&self, batch: PhotoBatch) -> ClassificationOutput {
+        let logits = self.forward(batch.images);
+        let loss = CrossEntropyLossConfig::new()
+            .init(&logits.device())
+            .forward(logits.clone(), batch.labels.clone());
+        ClassificationOutput::new(loss, logits, batch.labels)
+    }
+}
+
+impl TrainStep for Cnn {
+    type Input = PhotoBatch;
+    type Output = ClassificationOutput;
+
+    fn step(&self, batch: PhotoBatch) -> TrainOutput<ClassificationOutput> {
+        let output = self.classify(batch);
+        TrainOutput::new(self, output.loss.backward(), output)
+    }
+}
+
+impl InferenceStep for Cnn {
+    type Input = PhotoBatch;
+    type Output = ClassificationOutput;
+
+    fn step(&self, batch: PhotoBatch) -> ClassificationOutput {
+        self.classify(batch)
+    }
+}
+
+/// Correct predictions and images over one epoch of `loader`.
+fn score(
+    model: &Cnn,
+    loader: &dyn DataLoader<PhotoBatch>,
+) -> Result<(usize, usize), Box<dyn Error>> {
+    let (mut correct, mut total) = (0, 0);
+    for batch in loader.iter() {
+        let batch = batch?;
+        let predicted = model.forward(batch.images).argmax(1).flatten::<1>(0, 1);
+        total += batch.labels.dims()[0];
+        correct += predicted
+            .equal(batch.labels)
+            .int()
+            .sum()
+            .into_scalar::<i64>() as usize;
+    }
+    Ok((correct, total))
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
@@ -129,10 +368,6 @@ fn main() -> Result<(), Box<dyn Error>> {
     );
 
     let size = options.size;
-    let augment = Transform::random_resized_crop(size)
-        .scale(0.6, 1.0)
-        .flip(0.5)
-        .normalize(IMAGENET_MEAN, IMAGENET_STD);
     let centre = Transform::center_crop(size * 8 / 7, size).normalize(IMAGENET_MEAN, IMAGENET_STD);
     // Fashion-MNIST is already cropped to the object: test on the whole image.
     let centre = if options.fashion_mnist.is_some() {
@@ -147,7 +382,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             .stream("label", train_labels)
             .seed(SEED)
             .workers(options.workers)
-            .build(&device.clone().autodiff(), converter(augment))?,
+            .build(&device.clone().autodiff(), converter(augment(size), SEED))?,
     );
     let test_batch = [250, 200, 125, 100, 50, 25, 20, 10, 5, 4, 2, 1]
         .into_iter()
@@ -160,7 +395,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             .mode(Mode::Sequential)
             .epoch_mode(EpochMode::Repeat)
             .workers(options.workers)
-            .build(&device, converter(centre))?,
+            .build(&device, converter(centre, SEED))?,
     );
 
     let steps = train.steps_per_epoch() as usize * options.epochs;
@@ -187,7 +422,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     let training = training.elapsed();
 
-    let (accuracy, n) = accuracy(&result.model, test.as_ref())?;
+    let (correct, n) = score(&result.model, test.as_ref())?;
+    let accuracy = correct as f64 / n.max(1) as f64;
     let c = train.counters();
     println!(
         "loader: {} steps; on the workers, gather {:.1} s + decode and augment {:.1} s; \
@@ -204,4 +440,100 @@ fn main() -> Result<(), Box<dyn Error>> {
     );
     println!("test_accuracy={accuracy:.4}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::optim::GradientsParams;
+
+    use super::*;
+
+    /// Fashion-MNIST's IDX files in `$ZRECORD_DATA/fashion-mnist` (by
+    /// default a `shared/data` folder beside the checkout); `None`, saying
+    /// so, when absent.
+    fn fashion_mnist() -> Option<PathBuf> {
+        let root = std::env::var_os("ZRECORD_DATA").map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"),
+            PathBuf::from,
+        );
+        let dir = root.join("fashion-mnist");
+        if dir.is_dir() {
+            Some(dir)
+        } else {
+            println!("skipped: {} is absent", dir.display());
+            None
+        }
+    }
+
+    /// 512 training PNGs imported into stores under a temporary folder.
+    fn stores(idx: &Path) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        write_fashion_pngs(idx, "t10k", &dir.path().join("png"), 512, 0).unwrap();
+        let folder = ImageFolder::scan(dir.path().join("png/train")).unwrap();
+        assert_eq!(folder.classes, FASHION_CLASSES);
+        assert_eq!(folder.images.len(), 512);
+        let stores = dir.path().join("stores");
+        let (images, labels) = import(&folder, &stores).unwrap();
+        assert_eq!((images.len(), labels.len()), (512, 512));
+        drop((images, labels)); // the loaders open them again
+        (dir, stores)
+    }
+
+    /// A training loader over the stores, augmenting, from `start_step`.
+    fn loader(stores: &Path, start_step: u64, device: &Device) -> StoreDataLoader<PhotoBatch> {
+        let images = RaggedStore::<u8>::open(stores.join("images")).unwrap();
+        let labels = DenseStore::<i64>::open(stores.join("labels")).unwrap();
+        StoreDataLoader::builder(32)
+            .stream("image", images)
+            .stream("label", labels)
+            .seed(5)
+            .start_step(start_step)
+            .build(device, converter(augment(28), 5))
+            .unwrap()
+    }
+
+    /// A few training steps through the loader's image transforms lower the
+    /// loss.
+    #[test]
+    fn a_few_steps_from_png_files_lower_the_loss() {
+        let Some(idx) = fashion_mnist() else { return };
+        let (_dir, stores) = stores(&idx);
+        let device = Device::flex().autodiff();
+        let train = loader(&stores, 0, &device);
+        let mut model = Cnn::new(28, 10, &device);
+        let mut optim = AdamConfig::new().init();
+        let mut losses = Vec::new();
+        // 40 steps: 16 batches an epoch, so two epochs and a half.
+        for batch in std::iter::repeat_with(|| train.iter()).flatten().take(40) {
+            let batch = batch.unwrap();
+            assert_eq!(batch.images.dims(), [32, 3, 28, 28]);
+            let output = model.classify(batch);
+            losses.push(output.loss.clone().into_scalar::<f32>());
+            let grads = GradientsParams::from_grads(output.loss.backward(), &model);
+            model = optim.step(2e-3, model, grads);
+        }
+        let mean = |s: &[f32]| s.iter().sum::<f32>() / s.len() as f32;
+        let (first, last) = (mean(&losses[..8]), mean(&losses[32..]));
+        println!("loss {first:.3} -> {last:.3}");
+        assert!(last < 0.8 * first, "loss {first} -> {last}: {losses:?}");
+    }
+
+    /// A loader resumed at a step reproduces that step's crops exactly.
+    #[test]
+    fn a_loader_resumed_at_a_step_reproduces_its_crops() {
+        let Some(idx) = fashion_mnist() else { return };
+        let (_dir, stores) = stores(&idx);
+        let device = Device::flex();
+        let from_start: Vec<Vec<f32>> = loader(&stores, 0, &device)
+            .iter()
+            .take(4)
+            .map(|b| b.unwrap().images.into_data().try_to_vec::<f32>().unwrap())
+            .collect();
+        let resumed = loader(&stores, 3, &device).iter().next().unwrap().unwrap();
+        assert_eq!(
+            resumed.images.into_data().try_to_vec::<f32>().unwrap(),
+            from_start[3]
+        );
+        assert_ne!(from_start[2], from_start[3]);
+    }
 }

@@ -11,23 +11,29 @@
 //! cargo run --release --example burn_mnist -- MNIST_DIR [--epochs N] [--batch B] [--stores DIR]
 //! ```
 //!
-//! Where to get the files: see the README ("Burn").
+//! Where to get the files: see the README ("Burn"). This file is
+//! self-contained: copy it into a crate of your own along with the
+//! dependencies the README's Burn section lists, and zrecord's `idx` feature.
 
 use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use burn::data::dataloader::DataLoader;
 use burn::lr_scheduler::cosine::CosineAnnealingLrSchedulerConfig;
+use burn::module::Module;
+use burn::nn::loss::CrossEntropyLossConfig;
+use burn::nn::{Linear, LinearConfig};
 use burn::optim::AdamConfig;
+use burn::tensor::activation::relu;
 use burn::tensor::{Device, Int, Tensor};
 use burn::train::metric::{AccuracyMetric, LossMetric};
-use burn::train::{Learner, SupervisedTraining};
+use burn::train::{
+    ClassificationOutput, InferenceStep, Learner, SupervisedTraining, TrainOutput, TrainStep,
+};
 use zrecord::{Codec, DenseStore};
-use zrecord_burn::EpochReport;
-use zrecord_burn::{Batch, EpochMode, Mode, StoreDataLoader, dense_tensor};
-use zrecord_examples::classifier::{ImageBatch, Mlp, accuracy};
-use zrecord_examples::idx;
+use zrecord_burn::{Batch, EpochMode, EpochReport, Mode, StoreDataLoader, dense_tensor};
 
 /// Command-line options.
 struct Options {
@@ -64,6 +70,37 @@ fn options() -> Result<Options, String> {
     Ok(options)
 }
 
+/// Finds the IDX file `name` (`t10k-labels-idx1-ubyte`, say) in `dir`,
+/// gzipped or plain, with `-idx` or `.idx` in its name: both spellings are
+/// in circulation.
+fn find_idx(dir: &Path, name: &str) -> Option<PathBuf> {
+    let dotted = name.replacen("-idx", ".idx", 1);
+    [
+        name.to_string(),
+        format!("{name}.gz"),
+        dotted.clone(),
+        format!("{dotted}.gz"),
+    ]
+    .into_iter()
+    .map(|n| dir.join(n))
+    .find(|p| p.is_file())
+}
+
+/// An IDX file of unsigned bytes, gzipped or plain: its dimensions
+/// (`[60000, 28, 28]` for MNIST's training images) and its elements.
+fn read_idx_u8(path: &Path) -> Result<(Vec<usize>, Vec<u8>), Box<dyn Error>> {
+    let file = zrecord::idx::open(path)?;
+    let dims = file.shape().to_vec();
+    let data = file.read_all()?.into_vec::<u8>().map_err(|values| {
+        format!(
+            "{}: its elements are {}, not unsigned bytes",
+            path.display(),
+            values.dtype()
+        )
+    })?;
+    Ok((dims, data))
+}
+
 /// Imports one split's images and labels into a zstd image store
 /// (`u8`, 28×28) and a raw label store (`i64`). Returns the stores.
 fn import(
@@ -72,7 +109,7 @@ fn import(
     split: &str,
 ) -> Result<(DenseStore<u8>, DenseStore<i64>), Box<dyn Error>> {
     let find = |name: String| {
-        idx::find(data, &name).ok_or_else(|| {
+        find_idx(data, &name).ok_or_else(|| {
             format!(
                 "{} has no {name} (or {name}.gz); Fashion-MNIST's train split comes from \
                  Debian's dataset-fashion-mnist package (see the README)",
@@ -80,29 +117,31 @@ fn import(
             )
         })
     };
-    let images = idx::read_u8(&find(format!("{split}-images-idx3-ubyte"))?)?;
-    let labels = idx::read_u8(&find(format!("{split}-labels-idx1-ubyte"))?)?;
-    let item_shape = images.dims.get(1..).unwrap_or(&[]).to_vec();
-    if images.dims.first() != labels.dims.first() || item_shape.is_empty() {
+    let (image_dims, images) = read_idx_u8(&find(format!("{split}-images-idx3-ubyte"))?)?;
+    let (label_dims, labels) = read_idx_u8(&find(format!("{split}-labels-idx1-ubyte"))?)?;
+    let item_shape = image_dims.get(1..).unwrap_or(&[]).to_vec();
+    if image_dims.first() != label_dims.first() || item_shape.is_empty() {
         return Err(format!(
-            "{split}: images {:?} and labels {:?} do not match",
-            images.dims, labels.dims
+            "{split}: images {image_dims:?} and labels {label_dims:?} do not match"
         )
         .into());
     }
     let dir = stores.join(split);
     let _ = std::fs::remove_dir_all(&dir);
     let image_store = DenseStore::<u8>::create(dir.join("images"), &item_shape, Codec::Zstd)?;
-    image_store.append(&images.data)?;
+    image_store.append(&images)?;
     let label_store = DenseStore::<i64>::create(dir.join("labels"), &[], Codec::Raw)?;
-    label_store.append(
-        &labels
-            .data
-            .iter()
-            .map(|&l| i64::from(l))
-            .collect::<Vec<_>>(),
-    )?;
+    label_store.append(&labels.iter().map(|&l| i64::from(l)).collect::<Vec<_>>())?;
     Ok((image_store, label_store))
+}
+
+/// A batch of flattened, normalised images and their class labels.
+#[derive(Clone, Debug)]
+struct ImageBatch {
+    /// `(B, pixels)`.
+    images: Tensor<2>,
+    /// `(B,)`.
+    labels: Tensor<1, Int>,
 }
 
 /// A loader batch → the model's input: `u8` pixels to normalised `f32`
@@ -113,6 +152,77 @@ fn to_model_input(mut batch: Batch, device: &Device) -> zrecord_burn::Result<Ima
     let images = ((images.reshape([b, h * w]) / 255.0) - 0.1307) / 0.3081;
     let labels: Tensor<1, Int> = dense_tensor(&mut batch, "label", device)?;
     Ok(ImageBatch { images, labels })
+}
+
+/// A perceptron with two hidden layers: pixels → 256 → 128 → 10.
+#[derive(Module, Debug)]
+struct Mlp {
+    hidden1: Linear,
+    hidden2: Linear,
+    output: Linear,
+}
+
+impl Mlp {
+    fn new(pixels: usize, device: &Device) -> Mlp {
+        Mlp {
+            hidden1: LinearConfig::new(pixels, 256).init(device),
+            hidden2: LinearConfig::new(256, 128).init(device),
+            output: LinearConfig::new(128, 10).init(device),
+        }
+    }
+
+    /// Class logits `(B, 10)`.
+    fn forward(&self, images: Tensor<2>) -> Tensor<2> {
+        let x = relu(self.hidden1.forward(images));
+        let x = relu(self.hidden2.forward(x));
+        self.output.forward(x)
+    }
+
+    fn classify(&self, batch: ImageBatch) -> ClassificationOutput {
+        let logits = self.forward(batch.images);
+        let loss = CrossEntropyLossConfig::new()
+            .init(&logits.device())
+            .forward(logits.clone(), batch.labels.clone());
+        ClassificationOutput::new(loss, logits, batch.labels)
+    }
+}
+
+impl TrainStep for Mlp {
+    type Input = ImageBatch;
+    type Output = ClassificationOutput;
+
+    fn step(&self, batch: ImageBatch) -> TrainOutput<ClassificationOutput> {
+        let output = self.classify(batch);
+        TrainOutput::new(self, output.loss.backward(), output)
+    }
+}
+
+impl InferenceStep for Mlp {
+    type Input = ImageBatch;
+    type Output = ClassificationOutput;
+
+    fn step(&self, batch: ImageBatch) -> ClassificationOutput {
+        self.classify(batch)
+    }
+}
+
+/// Correct predictions and images over one epoch of `loader`.
+fn score(
+    model: &Mlp,
+    loader: &dyn DataLoader<ImageBatch>,
+) -> Result<(usize, usize), Box<dyn Error>> {
+    let (mut correct, mut total) = (0, 0);
+    for batch in loader.iter() {
+        let batch = batch?;
+        let predicted = model.forward(batch.images).argmax(1).flatten::<1>(0, 1);
+        total += batch.labels.dims()[0];
+        correct += predicted
+            .equal(batch.labels)
+            .int()
+            .sum()
+            .into_scalar::<i64>() as usize;
+    }
+    Ok((correct, total))
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
@@ -164,7 +274,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         train.steps_per_epoch(),
         options.batch
     );
-    let model = Mlp::new(&[pixels, 256, 128, 10], &device.clone().autodiff());
+    let model = Mlp::new(pixels, &device.clone().autodiff());
     let scheduler = CosineAnnealingLrSchedulerConfig::new(2e-3, steps.max(1)).init()?;
     let learner = Learner::new(model, AdamConfig::new().init(), scheduler);
     let training = Instant::now();
@@ -180,7 +290,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     let training = training.elapsed();
 
-    let (accuracy, n) = accuracy(&result.model, test.as_ref())?;
+    let (correct, n) = score(&result.model, test.as_ref())?;
+    let accuracy = correct as f64 / n.max(1) as f64;
     let c = train.counters();
     println!(
         "loader: {} steps, {:.0} MB gathered, gather {:.1} s + convert {:.1} s on the workers, \

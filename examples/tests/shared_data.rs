@@ -1,11 +1,9 @@
-//! The example readers on real data sets: `$ZRECORD_DATA/mnist`,
-//! `$ZRECORD_DATA/fashion-mnist`, … (by default a `shared/data` folder
-//! beside the checkout). Each test skips, saying why, when the files are
-//! absent.
+//! MNIST on real data sets: zrecord's IDX reader and the `burn_mnist`
+//! example on `$ZRECORD_DATA/mnist`, `$ZRECORD_DATA/fashion-mnist`, … (by
+//! default a `shared/data` folder beside the checkout). Each test skips,
+//! saying why, when the files are absent.
 
 use std::path::{Path, PathBuf};
-
-use zrecord_examples::idx;
 
 fn shared(sub: &str) -> Option<PathBuf> {
     let root = std::env::var_os("ZRECORD_DATA").map_or_else(
@@ -21,14 +19,37 @@ fn shared(sub: &str) -> Option<PathBuf> {
     }
 }
 
+/// The IDX file `name` in `dir`, gzipped or plain, with `-idx` or `.idx` in
+/// its name (as `burn_mnist` finds it).
+fn find(dir: &Path, name: &str) -> Option<PathBuf> {
+    let dotted = name.replacen("-idx", ".idx", 1);
+    [
+        name.to_string(),
+        format!("{name}.gz"),
+        dotted.clone(),
+        format!("{dotted}.gz"),
+    ]
+    .into_iter()
+    .map(|n| dir.join(n))
+    .find(|p| p.is_file())
+}
+
+/// The dimensions and bytes of the `u8` IDX file `name` in `dir`.
+fn read_u8(dir: &Path, name: &str) -> (Vec<usize>, Vec<u8>) {
+    let path = find(dir, name).unwrap_or_else(|| panic!("{} has no {name}", dir.display()));
+    let file = zrecord::idx::open(path).unwrap();
+    let dims = file.shape().to_vec();
+    (dims, file.read_all().unwrap().into_vec::<u8>().unwrap())
+}
+
 #[test]
 fn mnist_test_split_reads_with_its_canonical_counts() {
     let Some(dir) = shared("mnist") else { return };
-    let images = idx::read_u8(&idx::find(&dir, "t10k-images-idx3-ubyte").unwrap()).unwrap();
-    let labels = idx::read_u8(&idx::find(&dir, "t10k-labels-idx1-ubyte").unwrap()).unwrap();
-    assert_eq!(images.dims, vec![10_000, 28, 28]);
-    assert_eq!(labels.dims, vec![10_000]);
-    assert_eq!(labels.data.iter().filter(|&&l| l == 0).count(), 980);
+    let (image_dims, _) = read_u8(&dir, "t10k-images-idx3-ubyte");
+    let (label_dims, labels) = read_u8(&dir, "t10k-labels-idx1-ubyte");
+    assert_eq!(image_dims, vec![10_000, 28, 28]);
+    assert_eq!(label_dims, vec![10_000]);
+    assert_eq!(labels.iter().filter(|&&l| l == 0).count(), 980);
 }
 
 #[test]
@@ -36,9 +57,9 @@ fn fashion_mnist_test_split_has_1000_per_class() {
     let Some(dir) = shared("fashion-mnist") else {
         return;
     };
-    let labels = idx::read_u8(&idx::find(&dir, "t10k-labels-idx1-ubyte").unwrap()).unwrap();
+    let (_, labels) = read_u8(&dir, "t10k-labels-idx1-ubyte");
     for class in 0..10u8 {
-        assert_eq!(labels.data.iter().filter(|&&l| l == class).count(), 1000);
+        assert_eq!(labels.iter().filter(|&&l| l == class).count(), 1000);
     }
 }
 
@@ -84,7 +105,7 @@ fn burn_mnist_reaches_97_percent_on_mnist() {
 #[ignore = "trains for about a minute in release mode"]
 fn burn_mnist_reaches_85_percent_on_fashion_mnist() {
     let dir = Path::new("/usr/share/datasets/fashion-mnist");
-    if idx::find(dir, "train-images-idx3-ubyte").is_none() {
+    if find(dir, "train-images-idx3-ubyte").is_none() {
         println!(
             "skipped: {} has no train split (apt-get install dataset-fashion-mnist)",
             dir.display()

@@ -16,8 +16,6 @@ use zrecord::{Codec, DenseStore, DynVec};
 use zrecord_candle::dense_tensor;
 use zrecord_loader::Loader;
 
-use zrecord_examples::idx;
-
 /// Errors of the example helpers.
 pub type BoxError = Box<dyn Error + Send + Sync>;
 
@@ -107,6 +105,37 @@ impl StorePaths {
     }
 }
 
+/// Finds the IDX file `name` (`t10k-labels-idx1-ubyte`, say) in `dir`,
+/// gzipped or plain, with `-idx` or `.idx` in its name: both spellings are
+/// in circulation.
+fn find_idx(dir: &Path, name: &str) -> Option<PathBuf> {
+    let dotted = name.replacen("-idx", ".idx", 1);
+    [
+        name.to_string(),
+        format!("{name}.gz"),
+        dotted.clone(),
+        format!("{dotted}.gz"),
+    ]
+    .into_iter()
+    .map(|n| dir.join(n))
+    .find(|p| p.is_file())
+}
+
+/// The `u8` IDX file `name` in `dir`: its dimensions and its elements.
+fn read_idx_u8(dir: &Path, name: &str) -> Result<(Vec<usize>, Vec<u8>), BoxError> {
+    let path = find_idx(dir, name).ok_or_else(|| format!("{}: no {name}[.gz]", dir.display()))?;
+    let file = zrecord::idx::open(&path)?;
+    let dims = file.shape().to_vec();
+    let data = file.read_all()?.into_vec::<u8>().map_err(|values| {
+        format!(
+            "{}: its elements are {}, not unsigned bytes",
+            path.display(),
+            values.dtype()
+        )
+    })?;
+    Ok((dims, data))
+}
+
 /// Imports the four IDX files of an MNIST-style folder into zstd stores
 /// (images `u8 (28, 28)`, labels `u8` scalars), replacing any there.
 /// Returns (train, test) record counts.
@@ -123,22 +152,16 @@ pub fn import_mnist(data: &Path, stores: &StorePaths) -> Result<(u64, u64), BoxE
         .into_iter()
         .enumerate()
     {
-        let read = |name: String| -> Result<idx::IdxU8, BoxError> {
-            let path = idx::find(data, &name)
-                .ok_or_else(|| format!("{}: no {name}[.gz]", data.display()))?;
-            Ok(idx::read_u8(&path)?)
-        };
-        let images = read(format!("{prefix}-images-idx3-ubyte"))?;
-        let labels = read(format!("{prefix}-labels-idx1-ubyte"))?;
-        if images.dims.get(1..) != Some(&IMAGE[..]) || labels.dims.first() != images.dims.first() {
+        let (image_dims, images) = read_idx_u8(data, &format!("{prefix}-images-idx3-ubyte"))?;
+        let (label_dims, labels) = read_idx_u8(data, &format!("{prefix}-labels-idx1-ubyte"))?;
+        if image_dims.get(1..) != Some(&IMAGE[..]) || label_dims.first() != image_dims.first() {
             return Err(format!(
-                "{split}: images {:?} and labels {:?} are not N×28×28 and N",
-                images.dims, labels.dims
+                "{split}: images {image_dims:?} and labels {label_dims:?} are not N×28×28 and N"
             )
             .into());
         }
-        write_split(stores, split, &images.data, &labels.data)?;
-        counts[k] = labels.data.len() as u64;
+        write_split(stores, split, &images, &labels)?;
+        counts[k] = labels.len() as u64;
     }
     Ok((counts[0], counts[1]))
 }

@@ -1,8 +1,9 @@
 //! The `candle_serve` path end to end, in-process: train the digit
-//! classifier from stores (synthetic digits; MNIST too when
-//! `../shared/data` has it), save and reload its weights as safetensors,
-//! serve it on an ephemeral loopback port and check that every answer to
-//! concurrent requests equals offline batched inference of the same ids.
+//! classifier from stores (synthetic digits; MNIST too when the
+//! `shared/data` folder beside the checkout has it), save and reload its
+//! weights as safetensors, serve it on an ephemeral loopback port and check
+//! that every answer to concurrent requests equals offline batched
+//! inference of the same ids.
 //! Every socket has a timeout, so a hang fails instead of stalling. The
 //! weights and the data order are seeded (`TrainConfig::seed`), so a run that
 //! misses its accuracy is reproducible.

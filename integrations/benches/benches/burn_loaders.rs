@@ -54,7 +54,6 @@ use zrecord::{Codec, DenseStore};
 use zrecord_benches::compare::machine;
 use zrecord_benches::compare::measure::median;
 use zrecord_burn::{Batch, StoreDataLoader, StoreDataset, Stream, dense_tensor};
-use zrecord_examples::idx::{self, IdxU8};
 
 type BoxError = Box<dyn Error + Send + Sync>;
 
@@ -137,26 +136,49 @@ impl Mnist {
     }
 }
 
+/// Finds the IDX file `name` in `dir`, gzipped or plain, with `-idx` or
+/// `.idx` in its name (both spellings are in circulation).
+fn find_idx(dir: &Path, name: &str) -> Option<PathBuf> {
+    let dotted = name.replacen("-idx", ".idx", 1);
+    [
+        name.to_string(),
+        format!("{name}.gz"),
+        dotted.clone(),
+        format!("{dotted}.gz"),
+    ]
+    .into_iter()
+    .map(|n| dir.join(n))
+    .find(|p| p.is_file())
+}
+
+/// A `u8` IDX file's dimensions and elements.
+fn read_idx_u8(path: &Path) -> Result<(Vec<usize>, Vec<u8>), BoxError> {
+    let file = zrecord::idx::open(path)?;
+    let dims = file.shape().to_vec();
+    let data = file.read_all()?.into_vec::<u8>().map_err(|values| {
+        format!(
+            "{}: its elements are {}, not unsigned bytes",
+            path.display(),
+            values.dtype()
+        )
+    })?;
+    Ok((dims, data))
+}
+
 /// The training split of `dir`, or why it cannot be read (`Ok(Err)` when
 /// the files are simply not there).
 fn load_mnist(dir: &Path) -> Result<Result<Mnist, String>, BoxError> {
     let (Some(images), Some(labels)) = (
-        idx::find(dir, "train-images-idx3-ubyte"),
-        idx::find(dir, "train-labels-idx1-ubyte"),
+        find_idx(dir, "train-images-idx3-ubyte"),
+        find_idx(dir, "train-labels-idx1-ubyte"),
     ) else {
         return Ok(Err(format!(
             "{} has no train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz]",
             dir.display()
         )));
     };
-    let IdxU8 {
-        dims: image_dims,
-        data: images,
-    } = idx::read_u8(&images)?;
-    let IdxU8 {
-        dims: label_dims,
-        data: labels,
-    } = idx::read_u8(&labels)?;
+    let (image_dims, images) = read_idx_u8(&images)?;
+    let (label_dims, labels) = read_idx_u8(&labels)?;
     if image_dims.get(1..) != Some(&[ROWS, COLS][..]) || label_dims != image_dims[..1] {
         return Err(
             format!("images {image_dims:?} and labels {label_dims:?} are not MNIST").into(),
