@@ -38,6 +38,14 @@ macro_rules! store_methods {
             self.engine().codec()
         }
 
+        /// How this handle reads the store's data files:
+        /// [`Io::Mapped`](crate::storage::Io::Mapped) or
+        /// [`Io::Direct`](crate::storage::Io::Direct) (what
+        /// [`Io::Auto`](crate::storage::Io::Auto) chose, if asked to choose).
+        pub fn io(&self) -> $crate::storage::Io {
+            self.engine().io()
+        }
+
         /// Whether this handle was opened read-only (see [`OpenOptions`](crate::OpenOptions)).
         pub fn is_read_only(&self) -> bool {
             self.engine().is_read_only()

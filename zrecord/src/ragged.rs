@@ -250,17 +250,14 @@ impl DynRaggedStore {
         layout.clear();
         let size = self.dtype.size() as u64;
         let mut total_bytes = 0u64;
-        let mut locs = Vec::with_capacity(indices.len());
-        for &index in indices {
+        let reads = snap.ragged_reads(indices)?;
+        for (k, (&index, loc)) in indices.iter().zip(&reads.payloads).enumerate() {
             let corrupt = |reason: String| Error::CorruptRecord {
                 path: self.path().into(),
                 index,
                 reason,
             };
-            let loc = snap.loc(index, 0)?;
-            snap.check_entry(index, loc, snap.is_raw())?;
-            let shape_loc = snap.loc(index, 1)?;
-            let shape = snap.raw_record(index, shape_loc, snap.checks_on_read())?;
+            let shape = snap.ragged_shape(&reads, k, index)?;
             let dims = layout.dims_mut();
             let first = dims.len();
             decode_shape(&shape, dims).map_err(corrupt)?;
@@ -276,11 +273,10 @@ impl DynRaggedStore {
             }
             layout.finish_record(loc.logic_len as usize / size as usize);
             total_bytes = total_bytes.saturating_add(loc.logic_len.into());
-            locs.push(loc);
         }
         if usize::try_from(total_bytes).is_ok_and(|b| b <= isize::MAX as usize) {
             fill(layout.total(), &|bytes| {
-                snap.gather_packed(indices, &locs, bytes)
+                snap.ragged_payloads(&reads, indices, bytes)
             })
         } else {
             Err(Error::BatchTooLarge {

@@ -3,7 +3,7 @@
 //! table per workload, then the targets, reached or not.
 //!
 //! ```text
-//! cargo run --release -p zrecord-benches --features peers --bin compare -- [--quick] [--only a,b,c,d,e] [--json PATH]
+//! cargo run --release -p zrecord-benches --features peers --bin compare -- [--quick] [--only a,b,c,d,e,cold] [--json PATH]
 //! ```
 //!
 //! - (a) dense 256 KiB, (b) dense 784 B, (c) ragged tokens: in-memory gather,
@@ -13,6 +13,8 @@
 //!   compression ratio.
 //! - (d) sampler index rates against `SmallRng` and Fisher–Yates.
 //! - (e) the loader end to end, each configuration in a child process.
+//! - `cold`: (a), (b) and (c) read from disk (pages evicted), memory-mapped
+//!   and with explicit reads, against `fio` on the same file.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,7 +26,7 @@ use zrecord_benches::compare::machine::{self, Machine};
 use zrecord_benches::compare::report::{Report, Table};
 use zrecord_benches::compare::store_table::Workload;
 use zrecord_benches::compare::{
-    Result, loader_child, loader_table, sampler_table, store_table, summary,
+    Result, cold_table, loader_child, loader_table, sampler_table, store_table, summary,
 };
 use zrecord_benches::{DENSE_A, DENSE_B};
 
@@ -36,7 +38,7 @@ struct Args {
     #[arg(long)]
     quick: bool,
     /// Workloads to run.
-    #[arg(long, value_delimiter = ',', default_value = "a,b,c,d,e")]
+    #[arg(long, value_delimiter = ',', default_value = "a,b,c,d,e,cold")]
     only: Vec<Letter>,
     /// Write every measured value as JSON to this file.
     #[arg(long)]
@@ -55,6 +57,7 @@ enum Letter {
     C,
     D,
     E,
+    Cold,
 }
 
 const TIERS: [DictTier; 3] = [DictTier::Fast, DictTier::Balanced, DictTier::Max];
@@ -105,6 +108,9 @@ fn run(args: &Args) -> Result<()> {
         show(&table);
         loader_targets = targets;
     }
+    if wants(Letter::Cold) {
+        show(&cold_table::run(quick, &mut report)?);
+    }
     show(&summary::targets(&report, &loader_targets));
     report.machine.load_average_end = machine::load_average().unwrap_or_default();
     println!(
@@ -142,7 +148,7 @@ mod tests {
     fn parses_the_documented_flags() {
         let args = Args::try_parse_from(["compare"]).unwrap();
         assert!(!args.quick && args.json.is_none());
-        assert_eq!(args.only.len(), 5);
+        assert_eq!(args.only.len(), 6);
         let args =
             Args::try_parse_from(["compare", "--quick", "--only", "e,a", "--json", "x.json"]);
         let args = args.unwrap();

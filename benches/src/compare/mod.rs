@@ -15,6 +15,7 @@
 //!   feature Arrow IPC (`arrow_ipc`) and safetensors (`safetensors_file`),
 //!   with `hdf5` HDF5 (`hdf5_file`);
 //! - [`store_table`]: workloads (a), (b) and (c), one run for all three;
+//! - [`cold_table`]: the same workloads read cold from disk, against `fio`;
 //! - [`sampler_table`]: workload (d);
 //! - [`loader_table`], [`loader_child`], [`rss`]: workload (e), measured in
 //!   child processes so peak RSS is the loader's own;
@@ -22,6 +23,7 @@
 
 #[cfg(feature = "peers")]
 pub mod arrow_ipc;
+pub mod cold_table;
 pub mod copy;
 pub mod disk;
 pub mod frames;

@@ -42,7 +42,7 @@ impl Workload {
     }
 
     /// Records in the full workload.
-    fn records(&self) -> usize {
+    pub fn records(&self) -> usize {
         match self {
             Workload::Dense(w) => w.records,
             Workload::Ragged => RAGGED_RECORDS,
@@ -50,7 +50,7 @@ impl Workload {
     }
 
     /// Seed of the index plan.
-    fn plan_seed(&self) -> u64 {
+    pub fn plan_seed(&self) -> u64 {
         match self {
             Workload::Dense(w) => w.plan_seed,
             Workload::Ragged => RAGGED_PLAN_SEED,
@@ -59,7 +59,7 @@ impl Workload {
 
     /// Generates the first `n` records and checks full-size data against
     /// DATA.md; returns them and what was checked.
-    fn generate(&self, n: usize) -> Result<(Source, String)> {
+    pub fn generate(&self, n: usize) -> Result<(Source, String)> {
         let (source, verified, what) = match self {
             Workload::Dense(w) => {
                 let (data, verified) = w.generate_verified(n)?;

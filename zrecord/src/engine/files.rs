@@ -79,6 +79,12 @@ impl FileTable {
     pub(crate) fn push_chunk(&mut self, file: Arc<dyn StorageFile>, committed: u64) -> Result<()> {
         let file = StoreFile::new(file, 1 << self.geometry.chunk_bits, self.mapped)?;
         self.mapped &= file.map.is_some();
+        if file.map.is_none() {
+            // Records are read one by one at random: readahead would read
+            // their neighbours for nothing. (Table segments keep it: their
+            // entries are small and a table is soon read whole.)
+            file.file.advise_random();
+        }
         self.chunks.push(Arc::new(Chunk {
             file,
             committed: AtomicU64::new(committed),

@@ -88,6 +88,22 @@ impl Snapshot<'_> {
         )
     }
 
+    /// Table entries of every part of each of `indices` (index by index),
+    /// read together.
+    pub(crate) fn locs_grouped(&self, indices: &[u64]) -> Result<Vec<RecordLoc>> {
+        let group = self.engine.group;
+        let phys: Vec<u64> = indices
+            .iter()
+            .flat_map(|&i| (0..group).map(move |part| i * group + part))
+            .collect();
+        self.files
+            .locs(&phys)?
+            .into_iter()
+            .zip(&phys)
+            .map(|(loc, &p)| loc.ok_or_else(|| self.missing_entry(p)))
+            .collect()
+    }
+
     /// Table entries of part `part` of each of `indices`, read together.
     pub(crate) fn locs(&self, indices: &[u64], part: u64) -> Result<Vec<RecordLoc>> {
         let group = self.engine.group;
@@ -227,7 +243,7 @@ impl Snapshot<'_> {
     /// Checks the trailer of a raw record stored as `stored` (`body_len`
     /// bytes, then the trailer).
     #[inline]
-    fn check_trailer(&self, index: u64, stored: &[u8], body_len: usize) -> Result<()> {
+    pub(crate) fn check_trailer(&self, index: u64, stored: &[u8], body_len: usize) -> Result<()> {
         let (body, trailer) = stored.split_at(body_len);
         match trailer.try_into() {
             Ok(want) => checksum::check_body(body, want),
@@ -385,7 +401,10 @@ impl Snapshot<'_> {
 
     /// Reads the stored bytes of every record at `locs` (checked) end to
     /// end: the bytes, and where each record's lie.
-    fn read_stored(&self, locs: &[RecordLoc]) -> Result<(Vec<u8>, Vec<std::ops::Range<usize>>)> {
+    pub(crate) fn read_stored(
+        &self,
+        locs: &[RecordLoc],
+    ) -> Result<(Vec<u8>, Vec<std::ops::Range<usize>>)> {
         let mut spans = Vec::with_capacity(locs.len());
         let mut end = 0;
         for loc in locs {
@@ -406,7 +425,7 @@ impl Snapshot<'_> {
 
     /// Turns read records into logical bytes: each job's record, stored at
     /// `span` of `stored`, checked and copied (raw) or decoded into its buffer.
-    fn finish(&self, mut jobs: Vec<ReadJob<'_>>, stored: &[u8]) -> Result<()> {
+    pub(crate) fn finish(&self, mut jobs: Vec<ReadJob<'_>>, stored: &[u8]) -> Result<()> {
         let raw = self.is_raw();
         let check = self.checks_on_read();
         let one = |job: &mut ReadJob<'_>| {
@@ -516,29 +535,36 @@ impl Snapshot<'_> {
             self.check_location(index, loc)?;
         }
         let (stored, spans) = self.read_stored(locs)?;
+        let jobs = self.split_packed(indices, locs, dst, spans.into_iter())?;
+        self.finish(jobs, &stored)
+    }
+
+    /// Cuts `dst` into the logical bytes of records `indices` at `locs`,
+    /// end to end, each with where its stored bytes lie in a scratch buffer.
+    pub(crate) fn split_packed<'d>(
+        &self,
+        indices: &[u64],
+        locs: &[RecordLoc],
+        dst: &'d mut [u8],
+        spans: impl Iterator<Item = std::ops::Range<usize>>,
+    ) -> Result<Vec<ReadJob<'d>>> {
         let mut rest = dst;
-        let mut outs = Vec::with_capacity(indices.len());
-        for (&index, &loc) in indices.iter().zip(locs) {
+        let mut jobs = Vec::with_capacity(indices.len());
+        for ((&index, &loc), span) in indices.iter().zip(locs).zip(spans) {
             let (out, tail) = rest
                 .split_at_mut_checked(loc.logic_len as usize)
                 .ok_or_else(|| {
                     self.corrupt(index, "the batch buffer is shorter than its records".into())
                 })?;
-            outs.push(out);
+            jobs.push(ReadJob { out, index, span });
             rest = tail;
         }
-        let jobs = outs
-            .into_iter()
-            .zip(indices)
-            .zip(spans)
-            .map(|((out, &index), span)| ReadJob { out, index, span })
-            .collect();
-        self.finish(jobs, &stored)
+        Ok(jobs)
     }
 }
 
 /// A record read into a batch's scratch buffer, to check or decode into `out`.
-struct ReadJob<'a> {
+pub(crate) struct ReadJob<'a> {
     out: &'a mut [u8],
     index: u64,
     /// Where its stored bytes lie in the scratch buffer.

@@ -11,6 +11,7 @@ mod journal;
 mod maintenance;
 mod open;
 mod prefetch;
+mod ragged_reads;
 mod verify;
 
 use std::fs;
@@ -234,6 +235,15 @@ impl Engine {
     /// The format version of the store (1 or 2).
     pub(crate) fn version(&self) -> u8 {
         self.version
+    }
+
+    /// How the data files are read: mapped, or with explicit reads.
+    pub(crate) fn io(&self) -> Io {
+        if self.files().mapped() {
+            Io::Mapped
+        } else {
+            Io::Direct
+        }
     }
 
     pub(crate) fn is_read_only(&self) -> bool {

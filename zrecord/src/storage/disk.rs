@@ -136,13 +136,16 @@ impl StorageFile for DiskFile {
     }
 
     fn read_batch(&self, reads: &mut [(u64, &mut [u8])]) -> Result<()> {
-        advise_random(&self.file);
         let mut runs = merge(reads);
         let read_run = |run: &mut Run<'_, '_>| run.read(&self.file, &self.path);
         if runs.len() == 1 {
             return read_run(&mut runs[0]);
         }
         io_pool().install(|| runs.par_iter_mut().try_for_each(read_run))
+    }
+
+    fn advise_random(&self) {
+        advise_random(&self.file);
     }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
@@ -403,6 +406,19 @@ mod tests {
             Err(Error::Corrupt { .. })
         ));
         assert_eq!(read_small(&disk, "target", 7).unwrap().unwrap(), b"outside");
+    }
+
+    #[test]
+    fn auto_maps_what_fits_in_half_the_memory_and_reads_the_rest_directly() {
+        let disk = Disk::new("/nowhere", Io::Auto);
+        let budget = memory_budget().expect("Linux reports its memory");
+        assert_eq!(disk.io(0), Io::Mapped);
+        assert_eq!(disk.io(budget / 2 - 4096), Io::Mapped);
+        assert_eq!(disk.io(budget / 2 + (1 << 30)), Io::Direct);
+        assert_eq!(disk.io(u64::MAX), Io::Direct);
+        for io in [Io::Mapped, Io::Direct] {
+            assert_eq!(Disk::new("/nowhere", io).io(u64::MAX), io);
+        }
     }
 
     #[test]

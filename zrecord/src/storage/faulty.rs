@@ -151,6 +151,10 @@ impl StorageFile for FaultyFile {
         self.inner.read_batch(reads)
     }
 
+    fn advise_random(&self) {
+        self.inner.advise_random();
+    }
+
     fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
         let failed = self.plan.call("write", self.path());
         if failed.is_err() && self.plan.fault == Fault::ShortWrite {

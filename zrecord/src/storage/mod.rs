@@ -27,6 +27,7 @@
 mod disk;
 mod faulty;
 mod memory;
+pub mod page_cache;
 
 use std::fmt;
 use std::path::Path;
@@ -128,6 +129,10 @@ pub trait StorageFile: Send + Sync {
             .iter_mut()
             .try_for_each(|(offset, buf)| self.read_at(buf, *offset))
     }
+
+    /// Says reads of this file will be random and small: no readahead
+    /// around each. A hint; the default ignores it.
+    fn advise_random(&self) {}
 
     /// Writes all of `buf` at `offset`, extending the file as needed.
     fn write_at(&self, buf: &[u8], offset: u64) -> Result<()>;

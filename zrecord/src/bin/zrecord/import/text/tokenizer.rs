@@ -93,6 +93,8 @@ impl Tokenizer {
 
     /// The id of special token `token`, if the tokenizer has it.
     fn token_id(&self, token: &str) -> Option<u32> {
+        // Without the tokenizer features only `Bytes` exists, which has none.
+        let _ = token;
         match self {
             Tokenizer::Bytes => None,
             #[cfg(feature = "tiktoken")]
@@ -120,6 +122,7 @@ impl Tokenizer {
             },
             None => match self {
                 Tokenizer::Bytes => Ok(Some(u32::from(b'\n'))),
+                #[allow(unreachable_patterns)] // only `Bytes` without the tokenizer features
                 _ => EOD_TOKENS
                     .iter()
                     .find_map(|t| self.token_id(t))

@@ -1,0 +1,246 @@
+//! The cold table: random batches read from disk, not from the page cache.
+//! Before every timed round the store's pages are evicted (as `zrecord bench
+//! --cold` does), then batches are gathered through the memory-mapped
+//! backend and through explicit reads, in independent (`iid`) and
+//! block-shuffled (`block`, runs of 64 records) order. The limit is `fio` on
+//! the store's own data file in the same run: 4 KiB random reads for (b)
+//! and (c), 256 KiB for (a), iodepth 32, `O_DIRECT`.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use zrecord::storage::{Io, page_cache};
+use zrecord::{Codec, DenseStore, OpenOptions, RaggedBatch, RaggedStore};
+
+use super::Result;
+use super::report::{Report, Table, fmt_num, fmt_ratio};
+use super::store_table::{Workload, records};
+use super::systems::{Source, System, Zrecord};
+use crate::plans::{BATCH, plan};
+use crate::workloads::{DENSE_A, DENSE_B};
+
+/// Records per run of the block-shuffled order.
+const BLOCK: u64 = 64;
+
+/// Above this resident share after eviction a figure would not be cold.
+const COLD_LIMIT: f64 = 0.01;
+
+/// What `fio` reached on a file: reads/s and bytes/s.
+#[derive(Clone, Copy, Debug)]
+struct Limit {
+    iops: f64,
+    bytes_per_s: f64,
+}
+
+/// Builds a raw store of each workload and times cold gathers of it.
+///
+/// # Errors
+/// An I/O or zrecord error, or pages that stayed resident after eviction.
+pub fn run(quick: bool, report: &mut Report) -> Result<Table> {
+    let mut table = Table::new(
+        "Cold reads: random batches of 256 from disk (pages evicted before each round)",
+        &[
+            "workload",
+            "order",
+            "fio limit",
+            "mapped",
+            "direct",
+            "direct / fio",
+            "direct / mapped",
+        ],
+    );
+    for workload in [
+        Workload::Dense(DENSE_A),
+        Workload::Dense(DENSE_B),
+        Workload::Ragged,
+    ] {
+        let letter = workload.letter();
+        let n = records(letter, workload.records(), quick);
+        let (source, _) = workload.generate(n)?;
+        // On the disk the other stores use: a temporary folder of the system's.
+        let dir = tempfile::Builder::new().prefix("zrecord-cold").tempdir()?;
+        let path = dir.path().join("store");
+        drop(Zrecord::write(&path, &source, Codec::Raw)?);
+        let large = letter == 'a';
+        let limit = fio(
+            &path.join("0.chunk"),
+            if large { "256k" } else { "4k" },
+            quick,
+        );
+        let batches = match (quick, large) {
+            (true, _) => 2,
+            (false, true) => 6,
+            (false, false) => 40,
+        };
+        for (order, block) in [("iid", 1), ("block", BLOCK)] {
+            let plan = indices(workload.plan_seed(), batches, n as u64, block);
+            let (Some(mapped), Some(direct)) = (
+                cold_round(&path, &source, Io::Mapped, &plan)?,
+                cold_round(&path, &source, Io::Direct, &plan)?,
+            ) else {
+                table.note(format!(
+                    "({letter}) skipped: its pages stay in memory after eviction (a store on tmpfs?)."
+                ));
+                break;
+            };
+            // (a) is limited by bandwidth, (b) and (c) by reads.
+            let (unit, fio_rate, direct_rate, mapped_rate) = if large {
+                (
+                    "MB/s",
+                    limit.map(|l| l.bytes_per_s / 1e6),
+                    direct.1 / 1e6,
+                    mapped.1 / 1e6,
+                )
+            } else {
+                (
+                    "k records/s",
+                    limit.map(|l| l.iops / 1e3),
+                    direct.0 / 1e3,
+                    mapped.0 / 1e3,
+                )
+            };
+            for (system, rate) in [
+                ("zrecord mapped, cold", mapped_rate),
+                ("zrecord direct, cold", direct_rate),
+            ] {
+                report.push(letter, &format!("{system} {order}"), "rate", rate, unit);
+            }
+            table.row(vec![
+                format!("({letter})"),
+                order.into(),
+                fio_rate.map_or("no fio".into(), |r| format!("{} {unit}", fmt_num(r))),
+                format!("{} {unit}", fmt_num(mapped_rate)),
+                format!("{} {unit}", fmt_num(direct_rate)),
+                fio_rate.map_or("-".into(), |r| fmt_ratio(direct_rate / r)),
+                fmt_ratio(direct_rate / mapped_rate),
+            ]);
+        }
+    }
+    if which_fio().is_none() {
+        table.note("fio is not installed here: no limits measured (Debian package `fio`).");
+    }
+    table.note(format!(
+        "Stores of raw records; {} batches per round ((a): 6); block order: runs of {BLOCK} consecutive records.",
+        if quick { 2 } else { 40 }
+    ));
+    Ok(table)
+}
+
+/// `batches` batches of 256 indices below `n`: independent draws of the
+/// workload's plan (`block` 1), or runs of `block` consecutive records
+/// starting at block-aligned draws.
+fn indices(seed: u64, batches: usize, n: u64, block: u64) -> Vec<Vec<u64>> {
+    let blocks = n.div_ceil(block);
+    plan(seed, batches, BATCH, n)
+        .into_iter()
+        .map(|draws| {
+            draws
+                .chunks(block as usize)
+                .flat_map(|run| {
+                    let first = run[0] % blocks * block;
+                    (0..run.len() as u64).map(move |k| (first + k) % n)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Evicts the store's pages, opens it with `io` and gathers `plan`:
+/// records/s and bytes/s; `None` when the pages could not be evicted (a
+/// file system in memory, such as tmpfs).
+fn cold_round(
+    path: &Path,
+    source: &Source,
+    io: Io,
+    plan: &[Vec<u64>],
+) -> Result<Option<(f64, f64)>> {
+    if page_cache::evict(path)?.share() > COLD_LIMIT {
+        return Ok(None);
+    }
+    let options = OpenOptions::new().read_only(true).io(io);
+    let mut store = match source {
+        Source::Dense { .. } => Zrecord::Dense(DenseStore::open_with(path, options)?, Vec::new()),
+        Source::Ragged(_) => Zrecord::Ragged(
+            RaggedStore::open_with(path, options)?,
+            RaggedBatch::default(),
+        ),
+    };
+    let start = Instant::now();
+    let mut bytes = 0usize;
+    for batch in plan {
+        bytes += store.gather(batch).bytes.len();
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let records = plan.iter().map(Vec::len).sum::<usize>();
+    Ok(Some((records as f64 / secs, bytes as f64 / secs)))
+}
+
+fn which_fio() -> Option<()> {
+    Command::new("fio")
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|_| ())
+}
+
+/// `fio`'s random reads of `bs` at iodepth 32 on `file` (`O_DIRECT`):
+/// io_uring, or 32 `psync` jobs where io_uring is refused.
+fn fio(file: &Path, bs: &str, quick: bool) -> Option<Limit> {
+    which_fio()?;
+    let runtime = if quick { "1" } else { "8" };
+    let common = [
+        "--name=cold".to_string(),
+        format!("--filename={}", file.display()),
+        "--rw=randread".into(),
+        format!("--bs={bs}"),
+        "--direct=1".into(),
+        format!("--runtime={runtime}"),
+        "--time_based".into(),
+        "--group_reporting".into(),
+        "--output-format=json".into(),
+    ];
+    let engines: [&[&str]; 2] = [
+        &["--ioengine=io_uring", "--iodepth=32"],
+        &["--ioengine=psync", "--iodepth=1", "--numjobs=32"],
+    ];
+    engines.iter().find_map(|engine| {
+        let out = Command::new("fio")
+            .args(&common)
+            .args(*engine)
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        let read = &json["jobs"][0]["read"];
+        Some(Limit {
+            iops: read["iops"].as_f64()?,
+            bytes_per_s: read["bw_bytes"].as_f64()?,
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_order_reads_runs_of_consecutive_records() {
+        let plan = indices(6, 3, 1000, 64);
+        for batch in &plan {
+            assert_eq!(batch.len(), BATCH);
+            for run in batch.chunks(64) {
+                assert_eq!(run[0] % 64, 0);
+                assert!(run.windows(2).all(|w| w[1] == (w[0] + 1) % 1000));
+            }
+        }
+        assert_eq!(indices(6, 3, 1000, 1), plan_of(6, 3, 1000));
+    }
+
+    fn plan_of(seed: u64, nb: usize, n: u64) -> Vec<Vec<u64>> {
+        plan(seed, nb, BATCH, n)
+    }
+}

@@ -1,0 +1,96 @@
+//! A ragged batch's records found (and, without maps, read) together:
+//! payload and shape table entries, then both records of every index, so a
+//! batch costs two rounds of reads on a storage without maps rather than
+//! three reads per record.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use super::Snapshot;
+use crate::Result;
+use crate::format::RecordLoc;
+
+/// The records of a ragged batch, ready to decode.
+pub(crate) struct RaggedReads {
+    /// Table entries of each index's payload.
+    pub(crate) payloads: Vec<RecordLoc>,
+    /// Table entries of each index's shape record.
+    shapes: Vec<RecordLoc>,
+    /// Without maps: the stored bytes of payload `k` (at `spans[2k]`) and
+    /// shape `k` (at `spans[2k + 1]`), read in one round.
+    read: Option<(Vec<u8>, Vec<Range<usize>>)>,
+}
+
+impl Snapshot<'_> {
+    /// Finds the records of `indices` (checked against the committed store)
+    /// and, on a storage without maps, reads them.
+    pub(crate) fn ragged_reads(&self, indices: &[u64]) -> Result<RaggedReads> {
+        let raw = self.is_raw();
+        if self.files().mapped() {
+            let mut payloads = Vec::with_capacity(indices.len());
+            let mut shapes = Vec::with_capacity(indices.len());
+            for &index in indices {
+                let loc = self.loc(index, 0)?;
+                self.check_entry(index, loc, raw)?;
+                payloads.push(loc);
+                shapes.push(self.loc(index, 1)?);
+            }
+            return Ok(RaggedReads {
+                payloads,
+                shapes,
+                read: None,
+            });
+        }
+        let both = self.locs_grouped(indices)?;
+        for (k, &index) in indices.iter().enumerate() {
+            let (payload, shape) = (both[2 * k], both[2 * k + 1]);
+            self.check_entry(index, payload, raw)?;
+            self.check_entry(index, shape, true)?;
+            self.check_location(index, payload)?;
+            self.check_location(index, shape)?;
+        }
+        let read = self.read_stored(&both)?;
+        let (payloads, shapes) = both.chunks(2).map(|pair| (pair[0], pair[1])).unzip();
+        Ok(RaggedReads {
+            payloads,
+            shapes,
+            read: Some(read),
+        })
+    }
+
+    /// The shape record of the `k`-th record of `reads` (logical record
+    /// `index`), without its trailer; its checksum checked when gathers check.
+    pub(crate) fn ragged_shape<'r>(
+        &'r self,
+        reads: &'r RaggedReads,
+        k: usize,
+        index: u64,
+    ) -> Result<Cow<'r, [u8]>> {
+        let loc = reads.shapes[k];
+        let Some((stored, spans)) = &reads.read else {
+            return self.raw_record(index, loc, self.checks_on_read());
+        };
+        let bytes = &stored[spans[2 * k + 1].clone()];
+        let body = loc.logic_len as usize;
+        if self.checks_on_read() {
+            self.check_trailer(index, bytes, body)?;
+        }
+        Ok(Cow::Borrowed(&bytes[..body]))
+    }
+
+    /// Fills `dst` with the payloads of `reads` (records `indices`) laid end
+    /// to end.
+    pub(crate) fn ragged_payloads(
+        &self,
+        reads: &RaggedReads,
+        indices: &[u64],
+        dst: &mut [u8],
+    ) -> Result<()> {
+        let Some((stored, spans)) = &reads.read else {
+            return self.gather_packed(indices, &reads.payloads, dst);
+        };
+        let payload_spans = spans.iter().step_by(2).cloned();
+        let jobs = self.split_packed(indices, &reads.payloads, dst, payload_spans)?;
+        self.finish(jobs, stored)
+    }
+}
