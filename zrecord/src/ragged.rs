@@ -260,7 +260,7 @@ impl DynRaggedStore {
             let shape = snap.ragged_shape(&reads, k, index)?;
             let dims = layout.dims_mut();
             let first = dims.len();
-            decode_shape(&shape, dims).map_err(corrupt)?;
+            decode_shape(shape, dims).map_err(corrupt)?;
             let elements = dims[first..]
                 .iter()
                 .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64));

@@ -120,7 +120,7 @@ impl FileTable {
     }
 
     /// The segment holding table entry `phys`, and the entry's offset in it.
-    #[inline]
+    #[inline(always)]
     fn entry_at(&self, phys: u64) -> Option<(&StoreFile, u64)> {
         let segment = self
             .segments
@@ -131,7 +131,7 @@ impl FileTable {
 
     /// The mapped bytes of table entry `phys`, which must be below the
     /// committed length; `None` on a storage without maps.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn loc_bytes(&self, phys: u64) -> Option<&[u8; LOC_ENTRY_LEN]> {
         let (segment, at) = self.entry_at(phys)?;
         let at = at as usize;
@@ -192,7 +192,7 @@ impl FileTable {
 
     /// Where the stored bytes of a record lie: its chunk, checked against
     /// the chunk's committed bytes, or why its location is impossible.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn chunk_of(&self, loc: RecordLoc) -> std::result::Result<&Chunk, String> {
         let chunk = self.chunks.get(loc.chunk as usize).ok_or_else(|| {
             format!(
@@ -215,18 +215,22 @@ impl FileTable {
 
     /// The mapped stored bytes of a record, or why its location is
     /// impossible; `Ok(None)` on a storage without maps.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn stored_mapped(
         &self,
         loc: RecordLoc,
     ) -> std::result::Result<Option<&[u8]>, String> {
         let chunk = self.chunk_of(loc)?;
-        let Some(map) = &chunk.file.map else {
-            return Ok(None);
-        };
-        map.get(loc.offset as usize..loc.end() as usize)
-            .map(Some)
-            .ok_or_else(|| format!("its location passes the end of chunk {}'s map", loc.chunk))
+        match &chunk.file.map {
+            Some(map) => match map.get(loc.offset as usize..loc.end() as usize) {
+                Some(bytes) => Ok(Some(bytes)),
+                None => Err(format!(
+                    "its location passes the end of chunk {}'s map",
+                    loc.chunk
+                )),
+            },
+            None => Ok(None),
+        }
     }
 
     /// The stored bytes of a record (borrowed from a map, or read), or why

@@ -81,6 +81,16 @@ impl Snapshot<'_> {
             .ok_or_else(|| self.missing_entry(phys))
     }
 
+    /// Table entry of physical record `phys` from the maps; only while
+    /// every file is mapped (the hot path of a mapped gather).
+    #[inline(always)]
+    pub(crate) fn mapped_loc(&self, phys: u64) -> Result<RecordLoc> {
+        match self.files.loc_bytes(phys) {
+            Some(entry) => Ok(RecordLoc::decode(entry)),
+            None => Err(self.missing_entry(phys)),
+        }
+    }
+
     fn missing_entry(&self, phys: u64) -> Error {
         self.corrupt(
             phys / self.engine.group,
@@ -133,8 +143,8 @@ impl Snapshot<'_> {
 
     /// The mapped stored bytes of logical record `index` at `loc`; only
     /// while every file is mapped.
-    #[inline]
-    fn stored_mapped(&self, index: u64, loc: RecordLoc) -> Result<&[u8]> {
+    #[inline(always)]
+    pub(crate) fn stored_mapped(&self, index: u64, loc: RecordLoc) -> Result<&[u8]> {
         match self.files.stored_mapped(loc) {
             Ok(Some(bytes)) => Ok(bytes),
             Ok(None) => Err(self.corrupt(index, "its chunk is not mapped".into())),
@@ -153,7 +163,7 @@ impl Snapshot<'_> {
     /// Checks an entry's sizes against the format: at most 2^31 logical
     /// bytes, and for a record stored raw, its stored size is its logical
     /// size plus the trailer.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn check_entry(&self, index: u64, loc: RecordLoc, raw: bool) -> Result<()> {
         if u64::from(loc.logic_len) > MAX_RECORD_BYTES {
             return Err(self.corrupt(
@@ -213,22 +223,26 @@ impl Snapshot<'_> {
     }
 
     /// Decodes the payload of logical record `index` at `loc` into `dst`,
-    /// which is exactly the record's logical size.
+    /// which is exactly the record's logical size, from the maps.
     #[inline]
-    pub(crate) fn read_into(&self, index: u64, loc: RecordLoc, dst: &mut [u8]) -> Result<()> {
+    fn read_mapped_into(&self, index: u64, loc: RecordLoc, dst: &mut [u8]) -> Result<()> {
         if loc.logic_len as usize != dst.len() {
             return Err(self.corrupt(
                 index,
                 format!("it is {} bytes, expected {}", loc.logic_len, dst.len()),
             ));
         }
-        if self.engine.codec.is_raw() {
-            dst.copy_from_slice(&self.raw_record(index, loc, self.checks_on_read())?);
-            return Ok(());
+        let raw = self.engine.codec.is_raw();
+        self.check_entry(index, loc, raw)?;
+        let stored = self.stored_mapped(index, loc)?;
+        if !raw {
+            return self.decode(index, stored, dst);
         }
-        self.check_entry(index, loc, false)?;
-        let stored = self.stored(index, loc)?;
-        self.decode(index, &stored, dst)
+        if self.checks_on_read() {
+            self.check_trailer(index, stored, dst.len())?;
+        }
+        dst.copy_from_slice(&stored[..dst.len()]);
+        Ok(())
     }
 
     /// Decodes the frame `stored` of logical record `index` into `dst`.
@@ -309,7 +323,7 @@ impl Snapshot<'_> {
         }
         let mut sources: Vec<(u64, &[u8])> = Vec::with_capacity(indices.len());
         for &index in indices {
-            let loc = self.loc(index, 0)?;
+            let loc = self.mapped_loc(index * group)?;
             self.check_width(index, loc, width)?;
             let stored = self.stored_mapped(index, loc)?;
             prefetch(stored);
@@ -508,8 +522,9 @@ impl Snapshot<'_> {
             jobs.push((index, loc, out));
             rest = tail;
         }
-        let read =
-            |(index, loc, out): &mut (u64, RecordLoc, &mut [u8])| self.read_into(*index, *loc, out);
+        let read = |(index, loc, out): &mut (u64, RecordLoc, &mut [u8])| {
+            self.read_mapped_into(*index, *loc, out)
+        };
         let bytes = jobs.iter().map(|j| j.2.len()).sum();
         if self.parallel(bytes, jobs.len()) {
             let min = min_len(jobs.len());

@@ -3,7 +3,6 @@
 //! batch costs two rounds of reads on a storage without maps rather than
 //! three reads per record.
 
-use std::borrow::Cow;
 use std::ops::Range;
 
 use super::Snapshot;
@@ -30,10 +29,10 @@ impl Snapshot<'_> {
             let mut payloads = Vec::with_capacity(indices.len());
             let mut shapes = Vec::with_capacity(indices.len());
             for &index in indices {
-                let loc = self.loc(index, 0)?;
+                let loc = self.mapped_loc(index * 2)?;
                 self.check_entry(index, loc, raw)?;
                 payloads.push(loc);
-                shapes.push(self.loc(index, 1)?);
+                shapes.push(self.mapped_loc(index * 2 + 1)?);
             }
             return Ok(RaggedReads {
                 payloads,
@@ -60,22 +59,26 @@ impl Snapshot<'_> {
 
     /// The shape record of the `k`-th record of `reads` (logical record
     /// `index`), without its trailer; its checksum checked when gathers check.
+    #[inline]
     pub(crate) fn ragged_shape<'r>(
         &'r self,
         reads: &'r RaggedReads,
         k: usize,
         index: u64,
-    ) -> Result<Cow<'r, [u8]>> {
+    ) -> Result<&'r [u8]> {
         let loc = reads.shapes[k];
-        let Some((stored, spans)) = &reads.read else {
-            return self.raw_record(index, loc, self.checks_on_read());
+        let stored = match &reads.read {
+            Some((stored, spans)) => &stored[spans[2 * k + 1].clone()],
+            None => {
+                self.check_entry(index, loc, true)?;
+                self.stored_mapped(index, loc)?
+            }
         };
-        let bytes = &stored[spans[2 * k + 1].clone()];
         let body = loc.logic_len as usize;
         if self.checks_on_read() {
-            self.check_trailer(index, bytes, body)?;
+            self.check_trailer(index, stored, body)?;
         }
-        Ok(Cow::Borrowed(&bytes[..body]))
+        Ok(&stored[..body])
     }
 
     /// Fills `dst` with the payloads of `reads` (records `indices`) laid end

@@ -148,7 +148,8 @@ mod tests {
             eprintln!("skipped: this file system keeps every page resident (tmpfs?)");
             return;
         }
-        assert!(cold.share() < 0.01, "{cold:?}");
+        // A few pages may be held for a moment (valgrind holds four).
+        assert!(cold.share() < 0.05, "{cold:?}");
         let _ = fs::read(dir.path().join("a")).unwrap();
         assert!(residency(dir.path()).unwrap().share() > 0.99);
     }
