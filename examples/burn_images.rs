@@ -118,22 +118,6 @@ const FASHION_CLASSES: [&str; 10] = [
     "9-boot",
 ];
 
-/// Finds the IDX file `name` (`t10k-labels-idx1-ubyte`, say) in `dir`,
-/// gzipped or plain, with `-idx` or `.idx` in its name: both spellings are
-/// in circulation.
-fn find_idx(dir: &Path, name: &str) -> Option<PathBuf> {
-    let dotted = name.replacen("-idx", ".idx", 1);
-    [
-        name.to_string(),
-        format!("{name}.gz"),
-        dotted.clone(),
-        format!("{dotted}.gz"),
-    ]
-    .into_iter()
-    .map(|n| dir.join(n))
-    .find(|p| p.is_file())
-}
-
 /// An IDX file of unsigned bytes, gzipped or plain: its dimensions and its
 /// elements.
 fn read_idx_u8(path: &Path) -> Result<(Vec<usize>, Vec<u8>), Box<dyn Error>> {
@@ -161,7 +145,8 @@ fn write_fashion_pngs(
     test: usize,
 ) -> Result<(), Box<dyn Error>> {
     let find = |name: String| {
-        find_idx(idx_dir, &name).ok_or_else(|| format!("{} has no {name}[.gz]", idx_dir.display()))
+        zrecord::idx::find(idx_dir, &name)
+            .ok_or_else(|| format!("{} has no {name}[.gz]", idx_dir.display()))
     };
     let (image_dims, images) = read_idx_u8(&find(format!("{split}-images-idx3-ubyte"))?)?;
     let (_, labels) = read_idx_u8(&find(format!("{split}-labels-idx1-ubyte"))?)?;

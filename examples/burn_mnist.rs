@@ -70,22 +70,6 @@ fn options() -> Result<Options, String> {
     Ok(options)
 }
 
-/// Finds the IDX file `name` (`t10k-labels-idx1-ubyte`, say) in `dir`,
-/// gzipped or plain, with `-idx` or `.idx` in its name: both spellings are
-/// in circulation.
-fn find_idx(dir: &Path, name: &str) -> Option<PathBuf> {
-    let dotted = name.replacen("-idx", ".idx", 1);
-    [
-        name.to_string(),
-        format!("{name}.gz"),
-        dotted.clone(),
-        format!("{dotted}.gz"),
-    ]
-    .into_iter()
-    .map(|n| dir.join(n))
-    .find(|p| p.is_file())
-}
-
 /// An IDX file of unsigned bytes, gzipped or plain: its dimensions
 /// (`[60000, 28, 28]` for MNIST's training images) and its elements.
 fn read_idx_u8(path: &Path) -> Result<(Vec<usize>, Vec<u8>), Box<dyn Error>> {
@@ -109,7 +93,7 @@ fn import(
     split: &str,
 ) -> Result<(DenseStore<u8>, DenseStore<i64>), Box<dyn Error>> {
     let find = |name: String| {
-        find_idx(data, &name).ok_or_else(|| {
+        zrecord::idx::find(data, &name).ok_or_else(|| {
             format!(
                 "{} has no {name} (or {name}.gz); Fashion-MNIST's train split comes from \
                  Debian's dataset-fashion-mnist package (see the README)",

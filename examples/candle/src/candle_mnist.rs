@@ -105,25 +105,10 @@ impl StorePaths {
     }
 }
 
-/// Finds the IDX file `name` (`t10k-labels-idx1-ubyte`, say) in `dir`,
-/// gzipped or plain, with `-idx` or `.idx` in its name: both spellings are
-/// in circulation.
-fn find_idx(dir: &Path, name: &str) -> Option<PathBuf> {
-    let dotted = name.replacen("-idx", ".idx", 1);
-    [
-        name.to_string(),
-        format!("{name}.gz"),
-        dotted.clone(),
-        format!("{dotted}.gz"),
-    ]
-    .into_iter()
-    .map(|n| dir.join(n))
-    .find(|p| p.is_file())
-}
-
 /// The `u8` IDX file `name` in `dir`: its dimensions and its elements.
 fn read_idx_u8(dir: &Path, name: &str) -> Result<(Vec<usize>, Vec<u8>), BoxError> {
-    let path = find_idx(dir, name).ok_or_else(|| format!("{}: no {name}[.gz]", dir.display()))?;
+    let path = zrecord::idx::find(dir, name)
+        .ok_or_else(|| format!("{}: no {name}[.gz]", dir.display()))?;
     let file = zrecord::idx::open(&path)?;
     let dims = file.shape().to_vec();
     let data = file.read_all()?.into_vec::<u8>().map_err(|values| {

@@ -136,21 +136,6 @@ impl Mnist {
     }
 }
 
-/// Finds the IDX file `name` in `dir`, gzipped or plain, with `-idx` or
-/// `.idx` in its name (both spellings are in circulation).
-fn find_idx(dir: &Path, name: &str) -> Option<PathBuf> {
-    let dotted = name.replacen("-idx", ".idx", 1);
-    [
-        name.to_string(),
-        format!("{name}.gz"),
-        dotted.clone(),
-        format!("{dotted}.gz"),
-    ]
-    .into_iter()
-    .map(|n| dir.join(n))
-    .find(|p| p.is_file())
-}
-
 /// A `u8` IDX file's dimensions and elements.
 fn read_idx_u8(path: &Path) -> Result<(Vec<usize>, Vec<u8>), BoxError> {
     let file = zrecord::idx::open(path)?;
@@ -169,8 +154,8 @@ fn read_idx_u8(path: &Path) -> Result<(Vec<usize>, Vec<u8>), BoxError> {
 /// the files are simply not there).
 fn load_mnist(dir: &Path) -> Result<Result<Mnist, String>, BoxError> {
     let (Some(images), Some(labels)) = (
-        find_idx(dir, "train-images-idx3-ubyte"),
-        find_idx(dir, "train-labels-idx1-ubyte"),
+        zrecord::idx::find(dir, "train-images-idx3-ubyte"),
+        zrecord::idx::find(dir, "train-labels-idx1-ubyte"),
     ) else {
         return Ok(Err(format!(
             "{} has no train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz]",

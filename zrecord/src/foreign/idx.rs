@@ -4,12 +4,39 @@
 
 use std::fs::File;
 use std::io::{BufReader, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::{ArrayFile, invalid, read_header};
 use crate::{DType, Error, Result};
 
 const FORMAT: &str = "IDX";
+
+/// Finds the IDX file `name` (`t10k-labels-idx1-ubyte`, say) in `dir`:
+/// plain or gzipped (`.gz`), and with `-idx` or `.idx` in its name — both
+/// spellings of MNIST's files are in circulation.
+///
+/// ```
+/// use zrecord::idx;
+/// # let dir = tempfile::tempdir()?;
+/// std::fs::write(dir.path().join("t10k-labels.idx1-ubyte.gz"), b"")?;
+/// let found = idx::find(dir.path(), "t10k-labels-idx1-ubyte");
+/// assert_eq!(found, Some(dir.path().join("t10k-labels.idx1-ubyte.gz")));
+/// assert_eq!(idx::find(dir.path(), "train-labels-idx1-ubyte"), None);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn find(dir: impl AsRef<Path>, name: &str) -> Option<PathBuf> {
+    let dir = dir.as_ref();
+    let dotted = name.replacen("-idx", ".idx", 1);
+    [
+        name.to_string(),
+        format!("{name}.gz"),
+        dotted.clone(),
+        format!("{dotted}.gz"),
+    ]
+    .into_iter()
+    .map(|n| dir.join(n))
+    .find(|p| p.is_file())
+}
 
 /// Opens an IDX file — gzipped or not, whatever its name says: gzip is
 /// recognised by its first two bytes — and reads its header.
