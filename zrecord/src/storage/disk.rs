@@ -87,13 +87,17 @@ impl Storage for Disk {
     }
 
     fn io(&self, data_bytes: u64) -> Io {
-        match self.io {
-            Io::Auto => match memory_budget() {
-                Some(budget) if data_bytes > budget / 2 => Io::Direct,
-                _ => Io::Mapped,
-            },
-            io => io,
-        }
+        choose_io(self.io, data_bytes, memory_budget())
+    }
+}
+
+/// [`Io::Auto`]'s rule: map `data_bytes` when they fit in half of `budget`
+/// (or when the budget is unknown).
+fn choose_io(io: Io, data_bytes: u64, budget: Option<u64>) -> Io {
+    match (io, budget) {
+        (Io::Auto, Some(budget)) if data_bytes > budget / 2 => Io::Direct,
+        (Io::Auto, _) => Io::Mapped,
+        (io, _) => io,
     }
 }
 
@@ -410,15 +414,19 @@ mod tests {
 
     #[test]
     fn auto_maps_what_fits_in_half_the_memory_and_reads_the_rest_directly() {
-        let disk = Disk::new("/nowhere", Io::Auto);
-        let budget = memory_budget().expect("Linux reports its memory");
-        assert_eq!(disk.io(0), Io::Mapped);
-        assert_eq!(disk.io(budget / 2 - 4096), Io::Mapped);
-        assert_eq!(disk.io(budget / 2 + (1 << 30)), Io::Direct);
-        assert_eq!(disk.io(u64::MAX), Io::Direct);
+        let gib = 1u64 << 30;
+        assert_eq!(choose_io(Io::Auto, 0, Some(gib)), Io::Mapped);
+        assert_eq!(choose_io(Io::Auto, gib / 2, Some(gib)), Io::Mapped);
+        assert_eq!(choose_io(Io::Auto, gib / 2 + 1, Some(gib)), Io::Direct);
+        assert_eq!(choose_io(Io::Auto, u64::MAX, None), Io::Mapped);
         for io in [Io::Mapped, Io::Direct] {
+            assert_eq!(choose_io(io, u64::MAX, Some(gib)), io);
             assert_eq!(Disk::new("/nowhere", io).io(u64::MAX), io);
         }
+        // This machine's budget is known, and no store fits in half of it
+        // that claims every byte there is.
+        assert!(memory_budget().is_some_and(|b| b > 0));
+        assert_eq!(Disk::new("/nowhere", Io::Auto).io(u64::MAX), Io::Direct);
     }
 
     #[test]
