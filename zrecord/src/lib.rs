@@ -68,8 +68,15 @@
 //!
 //! # Platforms
 //!
-//! 64-bit Unix (Linux, macOS) on little-endian CPUs: the read path maps each
-//! file's whole address space once.
+//! 64-bit Unix (Linux, macOS) on little-endian CPUs: the mapped read path
+//! maps each file's whole address space once.
+//!
+//! # Storage
+//!
+//! The engine reaches its files only through [`storage::Storage`]: a folder on
+//! disk, read memory-mapped or with explicit reads for stores larger than
+//! memory ([`storage::Io`], chosen with [`OpenOptions::io`]), or memory, with
+//! a model of power loss for tests.
 
 #[cfg(not(all(unix, target_pointer_width = "64", target_endian = "little")))]
 compile_error!(
