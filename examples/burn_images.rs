@@ -121,16 +121,7 @@ const FASHION_CLASSES: [&str; 10] = [
 /// An IDX file of unsigned bytes, gzipped or plain: its dimensions and its
 /// elements.
 fn read_idx_u8(path: &Path) -> Result<(Vec<usize>, Vec<u8>), Box<dyn Error>> {
-    let file = zrecord::idx::open(path)?;
-    let dims = file.shape().to_vec();
-    let data = file.read_all()?.into_vec::<u8>().map_err(|values| {
-        format!(
-            "{}: its elements are {}, not unsigned bytes",
-            path.display(),
-            values.dtype()
-        )
-    })?;
-    Ok((dims, data))
+    Ok(zrecord::idx::open(path)?.read_as::<u8>()?)
 }
 
 /// Writes the images of IDX split `split` (e.g. `t10k`) in `idx_dir` as
@@ -433,9 +424,8 @@ mod tests {
 
     use super::*;
 
-    /// Fashion-MNIST's IDX files in `$ZRECORD_DATA/fashion-mnist` (by
-    /// default a `shared/data` folder beside the checkout); `None`, saying
-    /// so, when absent.
+    /// Fashion-MNIST's IDX files in `$ZRECORD_DATA/fashion-mnist` (the
+    /// README says where to get them); `None`, saying so, when absent.
     fn fashion_mnist() -> Option<PathBuf> {
         let root = std::env::var_os("ZRECORD_DATA").map_or_else(
             || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"),

@@ -73,16 +73,7 @@ fn options() -> Result<Options, String> {
 /// An IDX file of unsigned bytes, gzipped or plain: its dimensions
 /// (`[60000, 28, 28]` for MNIST's training images) and its elements.
 fn read_idx_u8(path: &Path) -> Result<(Vec<usize>, Vec<u8>), Box<dyn Error>> {
-    let file = zrecord::idx::open(path)?;
-    let dims = file.shape().to_vec();
-    let data = file.read_all()?.into_vec::<u8>().map_err(|values| {
-        format!(
-            "{}: its elements are {}, not unsigned bytes",
-            path.display(),
-            values.dtype()
-        )
-    })?;
-    Ok((dims, data))
+    Ok(zrecord::idx::open(path)?.read_as::<u8>()?)
 }
 
 /// Imports one split's images and labels into a zstd image store

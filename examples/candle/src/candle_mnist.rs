@@ -109,16 +109,7 @@ impl StorePaths {
 fn read_idx_u8(dir: &Path, name: &str) -> Result<(Vec<usize>, Vec<u8>), BoxError> {
     let path = zrecord::idx::find(dir, name)
         .ok_or_else(|| format!("{}: no {name}[.gz]", dir.display()))?;
-    let file = zrecord::idx::open(&path)?;
-    let dims = file.shape().to_vec();
-    let data = file.read_all()?.into_vec::<u8>().map_err(|values| {
-        format!(
-            "{}: its elements are {}, not unsigned bytes",
-            path.display(),
-            values.dtype()
-        )
-    })?;
-    Ok((dims, data))
+    Ok(zrecord::idx::open(&path)?.read_as::<u8>()?)
 }
 
 /// Imports the four IDX files of an MNIST-style folder into zstd stores

@@ -138,16 +138,7 @@ impl Mnist {
 
 /// A `u8` IDX file's dimensions and elements.
 fn read_idx_u8(path: &Path) -> Result<(Vec<usize>, Vec<u8>), BoxError> {
-    let file = zrecord::idx::open(path)?;
-    let dims = file.shape().to_vec();
-    let data = file.read_all()?.into_vec::<u8>().map_err(|values| {
-        format!(
-            "{}: its elements are {}, not unsigned bytes",
-            path.display(),
-            values.dtype()
-        )
-    })?;
-    Ok((dims, data))
+    Ok(zrecord::idx::open(path)?.read_as::<u8>()?)
 }
 
 /// The training split of `dir`, or why it cannot be read (`Ok(Err)` when

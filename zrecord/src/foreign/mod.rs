@@ -9,7 +9,7 @@ pub mod npy;
 use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
 
-use crate::{DType, DynVec, Error, Result};
+use crate::{DType, DynVec, Element, Error, Result};
 
 /// A dense array being read from a file in another format — a `.npy` file
 /// ([`npy::open`]) or an IDX file ([`idx::open`]) — its header parsed, its
@@ -138,6 +138,38 @@ impl ArrayFile {
             Ok(_) => Err(self.invalid("the data is longer than its header says")),
             Err(e) => Err(Error::io("read", &self.path)(e)),
         }
+    }
+
+    /// Reads the whole array as elements of `T`: its shape and its values.
+    ///
+    /// ```
+    /// # #[cfg(feature = "idx")] {
+    /// use zrecord::idx;
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path().join("labels-idx1-ubyte");
+    /// std::fs::write(&path, [0, 0, 0x08, 1, 0, 0, 0, 3, 7, 2, 1]).unwrap();
+    /// assert_eq!(idx::open(&path)?.read_as::<u8>()?, (vec![3], vec![7, 2, 1]));
+    /// assert!(idx::open(&path)?.read_as::<f32>().is_err()); // u8 elements
+    /// # }
+    /// # Ok::<(), zrecord::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::ForeignFile`] when the file's elements are not `T`'s dtype,
+    /// and as [`read_all`](Self::read_all).
+    pub fn read_as<T: Element>(self) -> Result<(Vec<usize>, Vec<T>)> {
+        if self.dtype != T::DTYPE {
+            return Err(self.invalid(format!("its elements are {}, not {}", self.dtype, T::DTYPE)));
+        }
+        let shape = self.shape.clone();
+        let values = self
+            .read_all()?
+            .into_vec::<T>()
+            .map_err(|v| Error::DTypeMismatch {
+                store: v.dtype(),
+                got: T::DTYPE,
+            })?;
+        Ok((shape, values))
     }
 
     fn invalid(&self, reason: impl Into<String>) -> Error {
