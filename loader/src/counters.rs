@@ -16,6 +16,8 @@ pub struct Counters {
     pub(crate) in_flight: AtomicU64,
     pub(crate) bytes: AtomicU64,
     pub(crate) gather_ns: AtomicU64,
+    pub(crate) disk_bytes: AtomicU64,
+    pub(crate) io_wait_ns: AtomicU64,
     pub(crate) transform_ns: AtomicU64,
     pub(crate) wait_ns: AtomicU64,
     pub(crate) buffers_allocated: AtomicU64,
@@ -35,6 +37,14 @@ pub struct CounterSnapshot {
     pub bytes_gathered: u64,
     /// Time spent gathering, summed over workers.
     pub gather_time: Duration,
+    /// Bytes the gathers read from storage with explicit reads: with
+    /// [`Io::Direct`](zrecord::storage::Io::Direct), the records and table
+    /// entries read from disk; with memory maps, nothing is counted (see
+    /// [`IoStats`](zrecord::storage::IoStats)).
+    pub disk_bytes_read: u64,
+    /// Part of `gather_time` spent blocked on those reads: close to
+    /// `gather_time` means the gathers wait on the disk, not on the CPU.
+    pub io_wait: Duration,
     /// Time spent in the transform, summed over workers.
     pub transform_time: Duration,
     /// Time `next()` spent blocked waiting for a batch: if this is a large
@@ -54,6 +64,8 @@ impl Counters {
             in_flight: get(&self.in_flight),
             bytes_gathered: get(&self.bytes),
             gather_time: Duration::from_nanos(get(&self.gather_ns)),
+            disk_bytes_read: get(&self.disk_bytes),
+            io_wait: Duration::from_nanos(get(&self.io_wait_ns)),
             transform_time: Duration::from_nanos(get(&self.transform_ns)),
             consumer_wait: Duration::from_nanos(get(&self.wait_ns)),
             buffers_allocated: get(&self.buffers_allocated),

@@ -14,6 +14,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use zrecord::storage::IoStats;
 use zsampler::Sampler;
 
 use crate::config::Config;
@@ -328,7 +329,7 @@ fn work<T>(shared: &Shared<T>, job: &Job<T>) {
 impl<T> Job<T> {
     /// Gathers every stream at `step`'s indices, then runs the transform.
     fn build(&self, step: u64) -> Result<T> {
-        let start = Instant::now();
+        let (start, io) = (Instant::now(), IoStats::this_thread());
         let (mut indices, mut columns) = self.pool.take(&self.streams);
         indices.resize(self.sampler.local_batch_size(), 0);
         self.sampler
@@ -351,6 +352,11 @@ impl<T> Job<T> {
         }
         self.counters.bytes.fetch_add(bytes, Ordering::Relaxed);
         Counters::add_time(&self.counters.gather_ns, start.elapsed());
+        let io = IoStats::this_thread().since(&io);
+        self.counters
+            .disk_bytes
+            .fetch_add(io.bytes, Ordering::Relaxed);
+        Counters::add_time(&self.counters.io_wait_ns, io.wait);
         let batch = Batch {
             step,
             indices,

@@ -4,14 +4,17 @@
 //! backend and through explicit reads, in independent (`iid`) and
 //! block-shuffled (`block`, runs of 64 records) order. The limit is `fio` on
 //! the store's own data file in the same run: 4 KiB random reads for (b)
-//! and (c), 256 KiB for (a), iodepth 32, `O_DIRECT`.
+//! and (c), 256 KiB for (a), iodepth 32, `O_DIRECT`. In `iid` order the
+//! loader (default workers and prefetch, explicit reads) is timed too,
+//! against the bare gather loop.
 
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
 use zrecord::storage::{Io, page_cache};
-use zrecord::{Codec, DenseStore, OpenOptions, RaggedBatch, RaggedStore};
+use zrecord::{AnyStore, Codec, DenseStore, OpenOptions, RaggedBatch, RaggedStore};
+use zrecord_loader::{Loader, Mode, Stream};
 
 use super::Result;
 use super::report::{Report, Table, fmt_num, fmt_ratio};
@@ -48,6 +51,7 @@ pub fn run(quick: bool, report: &mut Report) -> Result<Table> {
             "direct",
             "direct / fio",
             "direct / mapped",
+            "loader / direct",
         ],
     );
     for workload in [
@@ -75,9 +79,14 @@ pub fn run(quick: bool, report: &mut Report) -> Result<Table> {
         };
         for (order, block) in [("iid", 1), ("block", BLOCK)] {
             let plan = indices(workload.plan_seed(), batches, n as u64, block);
-            let (Some(mapped), Some(direct)) = (
+            let loader = match order {
+                "iid" => loader_round(&path, workload.plan_seed(), batches)?,
+                _ => Some(0.0),
+            };
+            let (Some(mapped), Some(direct), Some(loader)) = (
                 cold_round(&path, &source, Io::Mapped, &plan)?,
                 cold_round(&path, &source, Io::Direct, &plan)?,
+                loader,
             ) else {
                 table.note(format!(
                     "({letter}) skipped: its pages stay in memory after eviction (a store on tmpfs?)."
@@ -114,6 +123,11 @@ pub fn run(quick: bool, report: &mut Report) -> Result<Table> {
                 format!("{} {unit}", fmt_num(direct_rate)),
                 fio_rate.map_or("-".into(), |r| fmt_ratio(direct_rate / r)),
                 fmt_ratio(direct_rate / mapped_rate),
+                if order == "iid" {
+                    fmt_ratio(loader / direct.0)
+                } else {
+                    "-".into()
+                },
             ]);
         }
     }
@@ -144,6 +158,28 @@ fn indices(seed: u64, batches: usize, n: u64, block: u64) -> Vec<Vec<u64>> {
                 .collect()
         })
         .collect()
+}
+
+/// Evicts the store's pages, opens it for explicit reads and runs a loader
+/// (default workers and prefetch, independent batches of 256) for
+/// `batches` steps, start-up included: records/s; `None` as [`cold_round`].
+fn loader_round(path: &Path, seed: u64, batches: usize) -> Result<Option<f64>> {
+    if page_cache::evict(path)?.share() > COLD_LIMIT {
+        return Ok(None);
+    }
+    let options = OpenOptions::new().read_only(true).io(Io::Direct);
+    let start = Instant::now();
+    let stream = Stream::from(AnyStore::open_with(path, options)?);
+    let mut loader = Loader::builder(BATCH as u64)
+        .stream("x", stream)
+        .mode(Mode::Iid)
+        .seed(seed)
+        .build()?;
+    let mut records = 0;
+    for batch in loader.steps(batches as u64) {
+        records += batch?.len();
+    }
+    Ok(Some(records as f64 / start.elapsed().as_secs_f64()))
 }
 
 /// Evicts the store's pages, opens it with `io` and gathers `plan`:

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::format::{Geometry, LOC_ENTRY_LEN, RecordLoc, chunk_file, loc_file};
-use crate::storage::{Access, Map, Storage, StorageFile};
+use crate::storage::{Access, Map, Storage, StorageFile, counted};
 use crate::{Error, Result};
 
 /// A store file and, on a mapped storage, its read-only map.
@@ -37,6 +37,18 @@ impl StoreFile {
     ) -> Result<StoreFile> {
         let map = if mapped { file.map(capacity)? } else { None };
         Ok(StoreFile { file, map })
+    }
+
+    /// Fills each buffer from its offset (see [`StorageFile::read_batch`]),
+    /// counted in the thread's [`IoStats`](crate::storage::IoStats).
+    pub(crate) fn read_batch(&self, reads: &mut [(u64, &mut [u8])]) -> Result<()> {
+        let bytes = reads.iter().map(|(_, buf)| buf.len()).sum();
+        counted(reads.len(), bytes, || self.file.read_batch(reads))
+    }
+
+    /// Fills `buf` from `offset`, counted as [`read_batch`](Self::read_batch) is.
+    pub(crate) fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        counted(1, buf.len(), || self.file.read_at(buf, offset))
     }
 }
 
@@ -154,7 +166,7 @@ impl FileTable {
             return Ok(None);
         };
         let mut entry = [0; LOC_ENTRY_LEN];
-        segment.file.read_at(&mut entry, at)?;
+        segment.read_at(&mut entry, at)?;
         Ok(Some(RecordLoc::decode(&entry)))
     }
 
@@ -180,7 +192,7 @@ impl FileTable {
         }
         for (segment, reads) in self.segments.iter().zip(&mut by_segment) {
             if !reads.is_empty() {
-                segment.file.read_batch(reads)?;
+                segment.read_batch(reads)?;
             }
         }
         Ok(entries
@@ -245,7 +257,7 @@ impl FileTable {
             Ok(None) => {
                 let mut bytes = vec![0; loc.phys_len as usize];
                 let chunk = &self.chunks[loc.chunk as usize];
-                chunk.file.file.read_at(&mut bytes, loc.offset.into())?;
+                chunk.file.read_at(&mut bytes, loc.offset.into())?;
                 Ok(Ok(Cow::Owned(bytes)))
             }
         }

@@ -407,7 +407,7 @@ impl Snapshot<'_> {
         }
         for (chunk, mut reads) in self.files.chunks.iter().zip(by_chunk) {
             if !reads.is_empty() {
-                chunk.file.file.read_batch(&mut reads)?;
+                chunk.file.read_batch(&mut reads)?;
             }
         }
         Ok(())

@@ -7,22 +7,10 @@ use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::ErrorKind;
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use rayon::prelude::*;
-
-use super::{Access, Io, Map, Storage, StorageFile};
+use super::{Access, Io, Map, Storage, StorageFile, direct};
 use crate::{Error, Result};
-
-/// Reads kept in flight at once by [`Io::Direct`]: enough to keep an NVMe
-/// queue busy; each is a blocked thread of a pool of this size.
-const READS_IN_FLIGHT: usize = 32;
-
-/// Two reads of a batch closer than this are merged into one.
-const MERGE_GAP: u64 = 4 << 10;
-
-/// A merged read is at most this long.
-const MERGE_MAX: u64 = 1 << 20;
 
 /// A store's folder on a local file system.
 #[derive(Clone, Debug)]
@@ -140,12 +128,7 @@ impl StorageFile for DiskFile {
     }
 
     fn read_batch(&self, reads: &mut [(u64, &mut [u8])]) -> Result<()> {
-        let mut runs = merge(reads);
-        let read_run = |run: &mut Run<'_, '_>| run.read(&self.file, &self.path);
-        if runs.len() == 1 {
-            return read_run(&mut runs[0]);
-        }
-        io_pool().install(|| runs.par_iter_mut().try_for_each(read_run))
+        direct::read_batch(&self.file, &self.path, reads)
     }
 
     fn advise_random(&self) {
@@ -191,75 +174,6 @@ impl StorageFile for DiskFile {
             .map_err(Error::io("map", &self.path))?;
         Ok(Some(Map(map)))
     }
-}
-
-/// Reads of a batch that lie close together in a file, done as one.
-struct Run<'r, 'b> {
-    offset: u64,
-    end: u64,
-    parts: Vec<&'r mut (u64, &'b mut [u8])>,
-}
-
-impl Run<'_, '_> {
-    fn read(&mut self, file: &File, path: &Path) -> Result<()> {
-        if let [(offset, buf)] = &mut self.parts[..] {
-            return file
-                .read_exact_at(buf, *offset)
-                .map_err(Error::io("read", path));
-        }
-        let mut scratch = vec![0; (self.end - self.offset) as usize];
-        file.read_exact_at(&mut scratch, self.offset)
-            .map_err(Error::io("read", path))?;
-        for (offset, buf) in self.parts.iter_mut() {
-            let at = (*offset - self.offset) as usize;
-            buf.copy_from_slice(&scratch[at..at + buf.len()]);
-        }
-        Ok(())
-    }
-}
-
-/// Sorts `reads` into runs: reads less than [`MERGE_GAP`] apart (and
-/// together at most [`MERGE_MAX`]) become one.
-fn merge<'r, 'b>(reads: &'r mut [(u64, &'b mut [u8])]) -> Vec<Run<'r, 'b>> {
-    let mut order: Vec<&'r mut (u64, &'b mut [u8])> = reads.iter_mut().collect();
-    order.sort_unstable_by_key(|r| r.0);
-    let mut runs: Vec<Run<'r, 'b>> = Vec::new();
-    for read in order {
-        let (offset, end) = (read.0, read.0 + read.1.len() as u64);
-        match runs.last_mut() {
-            Some(run)
-                if offset <= run.end + MERGE_GAP && end.max(run.end) - run.offset <= MERGE_MAX =>
-            {
-                run.end = run.end.max(end);
-                run.parts.push(read);
-            }
-            _ => runs.push(Run {
-                offset,
-                end,
-                parts: vec![read],
-            }),
-        }
-    }
-    runs
-}
-
-/// The threads that block in `pread` for [`Io::Direct`], so many reads are
-/// in flight however few cores the gather runs on.
-fn io_pool() -> &'static rayon::ThreadPool {
-    static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
-    POOL.get_or_init(|| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(READS_IN_FLIGHT)
-            .thread_name(|i| format!("zrecord-io-{i}"))
-            .build()
-            .unwrap_or_else(|_| {
-                // Without threads to spare, reads run one at a time.
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(1)
-                    .build()
-                    .expect("a one-thread pool")
-            })
-    })
 }
 
 /// Tells the kernel reads of `file` are random: no readahead around each.
