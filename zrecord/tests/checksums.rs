@@ -2,11 +2,16 @@
 //! or a shape record is found by `verify`, and by a gather that asked for
 //! read checks (`verify_on_read`); without them a raw gather copies what is
 //! there. zstd frames are checked on every gather (tests/corruption.rs).
+//! Both ways of reading a store on disk are held to this: memory maps and
+//! explicit reads.
 
 use std::fs;
 use std::path::Path;
 
+use zrecord::storage::Io;
 use zrecord::{Codec, DenseStore, Error, OpenOptions, RaggedStore};
+
+const IOS: [Io; 2] = [Io::Mapped, Io::Direct];
 
 /// Where record `phys`'s stored bytes start in chunk 0, and how many there are.
 fn span(store: &Path, phys: usize) -> (usize, usize) {
@@ -22,12 +27,22 @@ fn flip(store: &Path, at: usize) {
     fs::write(&chunk, bytes).unwrap();
 }
 
-fn checked() -> OpenOptions {
-    OpenOptions::new().read_only(true).verify_on_read(true)
+fn plain(io: Io) -> OpenOptions {
+    OpenOptions::new().read_only(true).io(io)
+}
+
+fn checked(io: Io) -> OpenOptions {
+    plain(io).verify_on_read(true)
 }
 
 #[test]
 fn every_byte_of_a_raw_dense_record_is_covered() {
+    for io in IOS {
+        raw_dense_record_covered(io);
+    }
+}
+
+fn raw_dense_record_covered(io: Io) {
     let dir = tempfile::tempdir().unwrap();
     let values: Vec<u8> = (0..5 * 300).map(|i| (i * 7 % 251) as u8).collect();
     let path = dir.path().join("s");
@@ -40,10 +55,10 @@ fn every_byte_of_a_raw_dense_record_is_covered() {
     // Every byte of record 3, its checksum included.
     for at in start..start + stored {
         flip(&path, at);
-        let plain = DenseStore::<u8>::open(&path).unwrap();
+        let plain = DenseStore::<u8>::open_with(&path, plain(io)).unwrap();
         assert!(
             matches!(plain.verify(), Err(Error::CorruptRecord { index: 3, .. })),
-            "byte {at}"
+            "{io:?} byte {at}"
         );
         if at < start + 300 {
             // Without read checks, a raw gather copies the damaged byte.
@@ -53,16 +68,16 @@ fn every_byte_of_a_raw_dense_record_is_covered() {
             );
         }
         drop(plain);
-        let store = DenseStore::<u8>::open_with(&path, checked()).unwrap();
+        let store = DenseStore::<u8>::open_with(&path, checked(io)).unwrap();
         assert!(
             matches!(store.gather(&[1, 3]), Err(Error::CorruptRecord { index: 3, ref reason, .. }) if reason.contains("checksum")),
-            "byte {at}"
+            "{io:?} byte {at}"
         );
         assert_eq!(store.get(4).unwrap().as_slice().unwrap(), &values[1200..]);
         drop(store);
         flip(&path, at);
     }
-    let store = DenseStore::<u8>::open_with(&path, checked()).unwrap();
+    let store = DenseStore::<u8>::open_with(&path, checked(io)).unwrap();
     assert_eq!(store.verify().unwrap().records, 5);
     // A large batch takes the parallel path.
     let all: Vec<u64> = (0..5).cycle().take(20_000).collect();
@@ -71,7 +86,10 @@ fn every_byte_of_a_raw_dense_record_is_covered() {
 
 #[test]
 fn payloads_and_shape_records_of_ragged_stores_are_covered() {
-    for codec in [Codec::Raw, Codec::Zstd] {
+    for (io, codec) in IOS
+        .into_iter()
+        .flat_map(|io| [(io, Codec::Raw), (io, Codec::Zstd)])
+    {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s");
         let store = RaggedStore::<u16>::create(&path, codec.clone()).unwrap();
@@ -88,24 +106,24 @@ fn payloads_and_shape_records_of_ragged_stores_are_covered() {
         }
         for (what, at) in targets {
             flip(&path, at);
-            let store = RaggedStore::<u16>::open_with(&path, checked()).unwrap();
+            let store = RaggedStore::<u16>::open_with(&path, checked(io)).unwrap();
             assert!(
                 matches!(store.verify(), Err(Error::CorruptRecord { index: 1, .. })),
-                "{codec} {what}"
+                "{io:?} {codec} {what}"
             );
             assert!(
                 matches!(
                     store.gather(&[1]),
                     Err(Error::CorruptRecord { index: 1, .. })
                 ),
-                "{codec} {what}"
+                "{io:?} {codec} {what}"
             );
             assert_eq!(store.get(2).unwrap().as_slice().unwrap(), &[6]);
             drop(store);
             flip(&path, at);
         }
         assert_eq!(
-            RaggedStore::<u16>::open(&path)
+            RaggedStore::<u16>::open_with(&path, plain(io))
                 .unwrap()
                 .verify()
                 .unwrap()

@@ -1,10 +1,12 @@
-//! Delete is swap-last against a `Vec` model: indices name records of the
-//! store before the call, in any order, and an index named twice is deleted once.
+//! Delete is swap-last against a `Vec` model, on every storage backend:
+//! indices name records of the store before the call, in any order, and an
+//! index named twice is deleted once.
 
 mod common;
 
+use common::backends::{BACKENDS, Site};
 use proptest::prelude::*;
-use zrecord::{Geometry, RaggedStore};
+use zrecord::{DType, Geometry, OpenOptions, RaggedStore};
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -39,12 +41,17 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
-    fn delete_matches_the_model(ops in prop::collection::vec(op(), 1..25), codec in 0usize..3) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s");
+    fn delete_matches_the_model(
+        ops in prop::collection::vec(op(), 1..25),
+        codec in 0usize..3,
+        backend in 0..BACKENDS.len(),
+    ) {
+        let site = Site::new(BACKENDS[backend]);
         // Tiny segments, so entries move across segment files.
         let geometry = Geometry { loc_segment_bits: 4, chunk_bits: 12 };
-        let mut store = RaggedStore::<u8>::create_with_geometry(&path, common::codec(codec), geometry).unwrap();
+        let open = || -> RaggedStore<u8> { site.open_ragged(OpenOptions::new()).unwrap().typed().unwrap() };
+        drop(site.create_ragged(DType::U8, common::codec(codec), geometry).unwrap());
+        let mut store = open();
         let mut model: Vec<Vec<u8>> = Vec::new();
         let mut next = 0u64;
         for op in ops {
@@ -80,7 +87,7 @@ proptest! {
                 }
                 Op::Reopen => {
                     drop(store);
-                    store = RaggedStore::open(&path).unwrap();
+                    store = open();
                 }
             }
             prop_assert_eq!(store.len(), model.len() as u64);

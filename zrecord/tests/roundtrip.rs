@@ -1,13 +1,14 @@
-//! Round trips: every dtype × codec × shape, gathered in random order with
-//! repeats, returns exactly what was appended.
+//! Round trips: every dtype × codec × shape, on every storage backend,
+//! gathered in random order with repeats, returns exactly what was appended.
 
 mod common;
+
+use common::backends::{BACKENDS, Site};
 
 use half::{bf16, f16};
 use proptest::prelude::*;
 use zrecord::{
-    DType, DenseStore, DynDenseStore, DynRaggedBatch, DynRaggedStore, Element, RaggedBatch,
-    RaggedStore,
+    DType, DenseStore, DynRaggedBatch, Element, Geometry, OpenOptions, RaggedBatch, RaggedStore,
 };
 
 fn dtype() -> impl Strategy<Value = DType> {
@@ -25,9 +26,10 @@ proptest! {
         batches in prop::collection::vec(1usize..12, 1..4),
         picks in prop::collection::vec(any::<prop::sample::Index>(), 0..40),
         seed in any::<u64>(),
+        backend in 0..BACKENDS.len(),
     ) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = DynDenseStore::create(dir.path().join("s"), dtype, &item_shape, common::codec(codec)).unwrap();
+        let site = Site::new(BACKENDS[backend]);
+        let store = site.create_dense(dtype, &item_shape, common::codec(codec), Geometry::default()).unwrap();
         let width = store.record_bytes();
         let mut model: Vec<Vec<u8>> = Vec::new();
         for (b, &n) in batches.iter().enumerate() {
@@ -47,7 +49,7 @@ proptest! {
         prop_assert_eq!(dyn_batch.as_bytes(), &expected[..]);
         // And so does a reopened store.
         drop(store);
-        let store = DynDenseStore::open(dir.path().join("s")).unwrap();
+        let store = site.open_dense(OpenOptions::new()).unwrap();
         store.gather_bytes(&indices, &mut out).unwrap();
         prop_assert_eq!(out, expected);
         prop_assert_eq!(store.verify().unwrap().records, model.len() as u64);
@@ -61,9 +63,10 @@ proptest! {
         cut in any::<prop::sample::Index>(),
         picks in prop::collection::vec(any::<prop::sample::Index>(), 0..40),
         seed in any::<u64>(),
+        backend in 0..BACKENDS.len(),
     ) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = DynRaggedStore::create(dir.path().join("s"), dtype, common::codec(codec)).unwrap();
+        let site = Site::new(BACKENDS[backend]);
+        let store = site.create_ragged(dtype, common::codec(codec), Geometry::default()).unwrap();
         let size = dtype.size();
         let records: Vec<(Vec<usize>, Vec<u8>)> = shapes
             .iter()
