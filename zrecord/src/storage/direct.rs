@@ -2,12 +2,15 @@
 //! does them: reads close together merged into one, then all of them in
 //! flight at once — submitted to an `io_uring` where the kernel allows it
 //! (one ring per reading thread, no thread switches), else spread over a
-//! pool of threads blocked in `pread`.
+//! pool of threads blocked in `pread`. Where the file also has a handle
+//! opened with `O_DIRECT`, reads go around the page cache: each widened to
+//! whole [`ALIGN`] blocks, into an aligned buffer, and copied out.
 //!
 //! Set the environment variable `ZRECORD_IO_URING=0` to use the pool even
 //! where `io_uring` works.
 
 use std::fs::File;
+use std::io::ErrorKind;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -30,88 +33,156 @@ const MERGE_MAX: u64 = 1 << 20;
 /// Batches whose reads average this many bytes or more go to the pool.
 const LARGE_READ: u64 = 64 << 10;
 
-/// Fills each buffer of `reads` from its offset in `file` (named `path` in
-/// errors); reading past the end is an error.
-pub(super) fn read_batch(file: &File, path: &Path, reads: &mut [(u64, &mut [u8])]) -> Result<()> {
-    let mut runs = merge(reads);
+/// Offsets, lengths and buffers of `O_DIRECT` reads are multiples of this:
+/// the largest logical block size of common devices.
+pub(super) const ALIGN: usize = 4096;
+
+/// The file a batch reads.
+pub(super) struct Source<'f> {
+    /// Its ordinary handle.
+    pub(super) file: &'f File,
+    /// A handle opened with `O_DIRECT`, where the file system allows one.
+    pub(super) uncached: Option<&'f File>,
+    /// Its path, for errors.
+    pub(super) path: &'f Path,
+}
+
+impl Source<'_> {
+    fn eof(&self) -> Error {
+        Error::io("read", self.path)(ErrorKind::UnexpectedEof.into())
+    }
+}
+
+/// Fills each buffer of `reads` from its offset in `source`; reading past
+/// the end is an error.
+pub(super) fn read_batch(source: &Source<'_>, reads: &mut [(u64, &mut [u8])]) -> Result<()> {
+    let mut runs = merge(reads, source.uncached.is_some());
     if let [run] = &mut runs[..] {
-        return run.read(file, path);
+        return run.read(source);
     }
     // Large reads are few and limited by bandwidth; the ring measured
     // slower on them than the pool (its kernel workers), faster on small ones.
-    let bytes: u64 = runs.iter().map(|r| r.end - r.offset).sum();
+    let bytes: u64 = runs.iter().map(|r| r.stop - r.start).sum();
     #[cfg(target_os = "linux")]
     if bytes / (runs.len() as u64) < LARGE_READ
-        && let Some(done) = uring::read_runs(file, path, &mut runs)
+        && let Some(done) = uring::read_runs(source, &mut runs)
     {
         return done;
     }
-    read_pooled(file, path, &mut runs)
+    read_pooled(source, &mut runs)
 }
 
 /// The pool's way: each run a `pread` on one of [`READS_IN_FLIGHT`] threads.
-fn read_pooled(file: &File, path: &Path, runs: &mut [Run<'_, '_>]) -> Result<()> {
-    io_pool().install(|| runs.par_iter_mut().try_for_each(|run| run.read(file, path)))
+fn read_pooled(source: &Source<'_>, runs: &mut [Run<'_, '_>]) -> Result<()> {
+    io_pool().install(|| runs.par_iter_mut().try_for_each(|run| run.read(source)))
 }
 
 /// Reads of a batch that lie close together in a file, done as one.
 struct Run<'r, 'b> {
-    offset: u64,
+    /// Where the read starts: the first part's offset, or the block holding it.
+    start: u64,
+    /// The end of the last part: the read must reach it.
     end: u64,
+    /// Where the read stops: `end`, or the end of the block holding it.
+    stop: u64,
+    /// Whether the read goes through the `O_DIRECT` handle.
+    aligned: bool,
     parts: Vec<&'r mut (u64, &'b mut [u8])>,
-    /// Where a run of several parts is read before they are copied out.
+    /// Where the run is read before its parts are copied out, when it is
+    /// not a single part's own buffer; aligned runs start at `scratch_at`.
     scratch: Vec<u8>,
+    scratch_at: usize,
 }
 
 impl Run<'_, '_> {
-    /// The buffer the run's bytes are read into: its one part's own, or scratch.
-    fn target(&mut self) -> &mut [u8] {
-        if let [(_, buf)] = &mut self.parts[..] {
-            return buf;
-        }
-        self.scratch.resize((self.end - self.offset) as usize, 0);
-        &mut self.scratch
+    /// Bytes from `start` that must be read.
+    fn need(&self) -> usize {
+        (self.end - self.start) as usize
     }
 
-    /// Copies a read scratch buffer out into the parts.
+    /// The buffer the run is read into (`stop - start` bytes): its one
+    /// part's own, or scratch (aligned to [`ALIGN`] for an aligned run).
+    fn target(&mut self) -> &mut [u8] {
+        let len = (self.stop - self.start) as usize;
+        if !self.aligned
+            && let [(_, buf)] = &mut self.parts[..]
+        {
+            return buf;
+        }
+        if self.scratch.len() < len {
+            let slack = if self.aligned { ALIGN } else { 0 };
+            self.scratch = vec![0; len + slack];
+            self.scratch_at = self.scratch.as_ptr().align_offset(slack.max(1));
+        }
+        &mut self.scratch[self.scratch_at..self.scratch_at + len]
+    }
+
+    /// Copies the read scratch buffer out into the parts.
     fn scatter(&mut self) {
-        if self.parts.len() > 1 {
+        if self.aligned || self.parts.len() > 1 {
+            let scratch = &self.scratch[self.scratch_at..];
             for (offset, buf) in self.parts.iter_mut() {
-                let at = (*offset - self.offset) as usize;
-                buf.copy_from_slice(&self.scratch[at..at + buf.len()]);
+                let at = (*offset - self.start) as usize;
+                buf.copy_from_slice(&scratch[at..at + buf.len()]);
             }
         }
     }
 
-    fn read(&mut self, file: &File, path: &Path) -> Result<()> {
-        let offset = self.offset;
-        file.read_exact_at(self.target(), offset)
-            .map_err(Error::io("read", path))?;
+    /// Reads the run with one blocking call (more where it comes back short).
+    fn read(&mut self, source: &Source<'_>) -> Result<()> {
+        let (start, need, aligned) = (self.start, self.need(), self.aligned);
+        let buf = self.target();
+        let (mut done, mut uncached) = (0, source.uncached.filter(|_| aligned));
+        while done < need {
+            // Whole blocks through the uncached handle; the ordinary one for
+            // a run never aligned, or the rest of a short read off the grid.
+            let (file, until) = match uncached {
+                Some(uncached) if done.is_multiple_of(ALIGN) => (uncached, buf.len()),
+                _ => (source.file, need),
+            };
+            match file.read_at(&mut buf[done..until], start + done as u64) {
+                Ok(0) => return Err(source.eof()),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                // A device whose blocks are larger than ALIGN refuses the read.
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) && uncached.is_some() => {
+                    uncached = None;
+                }
+                Err(e) => return Err(Error::io("read", source.path)(e)),
+            }
+        }
         self.scatter();
         Ok(())
     }
 }
 
 /// Sorts `reads` into runs: reads less than [`MERGE_GAP`] apart (and
-/// together at most [`MERGE_MAX`]) become one.
-fn merge<'r, 'b>(reads: &'r mut [(u64, &'b mut [u8])]) -> Vec<Run<'r, 'b>> {
+/// together at most [`MERGE_MAX`]) become one; `aligned` runs widened to
+/// whole [`ALIGN`] blocks.
+fn merge<'r, 'b>(reads: &'r mut [(u64, &'b mut [u8])], aligned: bool) -> Vec<Run<'r, 'b>> {
+    let align = if aligned { ALIGN as u64 } else { 1 };
     let mut order: Vec<&'r mut (u64, &'b mut [u8])> = reads.iter_mut().collect();
     order.sort_unstable_by_key(|r| r.0);
     let mut runs: Vec<Run<'r, 'b>> = Vec::new();
     for read in order {
         let (offset, end) = (read.0, read.0 + read.1.len() as u64);
+        let (start, stop) = (offset / align * align, end.div_ceil(align) * align);
         match runs.last_mut() {
             Some(run)
-                if offset <= run.end + MERGE_GAP && end.max(run.end) - run.offset <= MERGE_MAX =>
+                if start <= run.stop + MERGE_GAP && stop.max(run.stop) - run.start <= MERGE_MAX =>
             {
                 run.end = run.end.max(end);
+                run.stop = run.stop.max(stop);
                 run.parts.push(read);
             }
             _ => runs.push(Run {
-                offset,
+                start,
                 end,
+                stop,
+                aligned,
                 parts: vec![read],
                 scratch: Vec::new(),
+                scratch_at: 0,
             }),
         }
     }
@@ -144,15 +215,14 @@ mod uring {
 
     use std::cell::RefCell;
     use std::collections::VecDeque;
-    use std::fs::File;
     use std::io;
     use std::os::fd::AsRawFd;
-    use std::path::Path;
+    use std::os::unix::fs::FileExt;
     use std::sync::atomic::{AtomicU8, Ordering};
 
     use io_uring::{IoUring, Probe, opcode, types};
 
-    use super::{READS_IN_FLIGHT, Run};
+    use super::{ALIGN, READS_IN_FLIGHT, Run, Source};
     use crate::{Error, Result};
 
     /// Whether rings can be made here: unknown yet, yes, or no.
@@ -199,11 +269,7 @@ mod uring {
 
     /// Reads every run of `runs` through the calling thread's ring; `None`
     /// where `io_uring` is not to be used (the caller reads another way).
-    pub(super) fn read_runs(
-        file: &File,
-        path: &Path,
-        runs: &mut [Run<'_, '_>],
-    ) -> Option<Result<()>> {
+    pub(super) fn read_runs(source: &Source<'_>, runs: &mut [Run<'_, '_>]) -> Option<Result<()>> {
         if !enabled() {
             return None;
         }
@@ -213,7 +279,7 @@ mod uring {
                 *ring = Some(new_ring()?);
             }
             let ring = ring.as_mut()?;
-            let result = read_all(ring, file, path, runs);
+            let result = read_all(ring, source, runs);
             Some(result.map(|()| runs.iter_mut().for_each(Run::scatter)))
         })
     }
@@ -221,37 +287,41 @@ mod uring {
     /// One run's read: where its bytes go, and how many have come.
     struct Target {
         ptr: *mut u8,
+        /// The buffer's length: what is asked of an aligned read.
         len: usize,
+        /// What must come.
+        need: usize,
         offset: u64,
         done: usize,
     }
 
     /// Keeps up to a ring's worth of reads in flight until every run is
     /// read or one failed; returns only when none is in flight any more.
-    fn read_all(
-        ring: &mut IoUring,
-        file: &File,
-        path: &Path,
-        runs: &mut [Run<'_, '_>],
-    ) -> Result<()> {
+    fn read_all(ring: &mut IoUring, source: &Source<'_>, runs: &mut [Run<'_, '_>]) -> Result<()> {
         let mut targets: Vec<Target> = runs
             .iter_mut()
             .map(|run| {
-                let offset = run.offset;
+                let (offset, need) = (run.start, run.need());
                 let buf = run.target();
                 Target {
                     ptr: buf.as_mut_ptr(),
                     len: buf.len(),
+                    need,
                     offset,
                     done: 0,
                 }
             })
             .collect();
         let depth = ring.params().sq_entries() as usize;
-        let fd = types::Fd(file.as_raw_fd());
+        // Every run of a batch is aligned, or none is.
+        let fd = types::Fd(source.uncached.unwrap_or(source.file).as_raw_fd());
         // An empty read would complete with 0 bytes, which means the end of the file.
-        let mut queue: VecDeque<usize> =
-            (0..targets.len()).filter(|&k| targets[k].len > 0).collect();
+        let mut queue: VecDeque<usize> = (0..targets.len())
+            .filter(|&k| targets[k].need > 0)
+            .collect();
+        // Runs an uncached read left off the block grid (or refused):
+        // finished afterwards through the ordinary handle.
+        let mut off_grid = Vec::new();
         let (mut in_flight, mut failed) = (0usize, None);
         loop {
             while failed.is_none() && in_flight < depth {
@@ -261,10 +331,11 @@ mod uring {
                 // SAFETY: the entry points at the unread rest of run `k`'s
                 // buffer, which `runs` borrows mutably for this whole call
                 // (scratch is sized before `targets` is built and not
-                // touched again until this function returns). The function
-                // returns only once every submitted read has completed
-                // (`in_flight == 0` below), so the kernel never writes to
-                // the buffer after the borrow ends. `file` outlives the call.
+                // touched again until every read has completed). The
+                // function returns only once every submitted read has
+                // completed (`in_flight == 0` below), so the kernel never
+                // writes to the buffer after the borrow ends. The file
+                // handles outlive the call.
                 let read = opcode::Read::new(fd, unsafe { t.ptr.add(t.done) }, left)
                     .offset(t.offset + t.done as u64)
                     .build()
@@ -286,7 +357,7 @@ mod uring {
                     // The submitted reads still complete into the buffers:
                     // wait for them as usual, but submit no more.
                     _ => {
-                        failed.get_or_insert_with(|| Error::io("read", path)(e));
+                        failed.get_or_insert_with(|| Error::io("read", source.path)(e));
                         std::thread::yield_now();
                     }
                 }
@@ -298,25 +369,41 @@ mod uring {
                 match done.result() {
                     n if n > 0 => {
                         t.done += n as usize;
-                        if t.done < t.len {
-                            queue.push_back(k); // a short read: ask for the rest
+                        if t.done < t.need {
+                            if source.uncached.is_some() && !t.done.is_multiple_of(ALIGN) {
+                                off_grid.push(k);
+                            } else {
+                                queue.push_back(k); // a short read: ask for the rest
+                            }
                         }
                     }
                     0 => {
-                        failed.get_or_insert_with(|| {
-                            Error::io("read", path)(io::ErrorKind::UnexpectedEof.into())
-                        });
+                        failed.get_or_insert_with(|| source.eof());
                     }
                     n if n == -libc::EINTR || n == -libc::EAGAIN => queue.push_back(k),
+                    // A device whose blocks are larger than ALIGN refuses the read.
+                    n if n == -libc::EINVAL && source.uncached.is_some() => off_grid.push(k),
                     n => {
                         failed.get_or_insert_with(|| {
-                            Error::io("read", path)(io::Error::from_raw_os_error(-n))
+                            Error::io("read", source.path)(io::Error::from_raw_os_error(-n))
                         });
                     }
                 }
             }
         }
-        failed.map_or(Ok(()), Err)
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        // The ring is idle: finish through the ordinary handle what an
+        // uncached read left off the block grid or was refused.
+        for k in off_grid {
+            let (t, run) = (&targets[k], &mut runs[k]);
+            source
+                .file
+                .read_exact_at(&mut run.target()[t.done..t.need], t.offset + t.done as u64)
+                .map_err(Error::io("read", source.path))?;
+        }
+        Ok(())
     }
 }
 
@@ -324,41 +411,67 @@ mod uring {
 mod tests {
     use super::*;
 
-    /// A file of 300,000 known bytes, and spans of it: near (merged) and far.
+    /// A file of 1,000,000 known bytes, and spans of it: near (merged) and far.
     fn fixture() -> (tempfile::NamedTempFile, Vec<u8>, Vec<(u64, usize)>) {
         let mut file = tempfile::NamedTempFile::new().unwrap();
-        let bytes: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let bytes: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
         std::io::Write::write_all(&mut file, &bytes).unwrap();
         let mut spans = vec![(5u64, 10usize), (20, 7), (0, 1), (27, 0), (250_000, 3000)];
-        spans.extend((0..40).map(|k| (k * 7919 % 290_000, 1 + k as usize % 2000)));
+        spans.extend((0..40).map(|k| (k * 27_919 % 990_000, 1 + k as usize % 2000)));
         (file, bytes, spans)
     }
 
-    /// Reads `spans` of `file` with `read` and checks every buffer.
-    fn check(read: impl Fn(&File, &mut [Run<'_, '_>]) -> Result<()>) {
+    /// Reads `spans` of the fixture with `read`, through the ordinary handle
+    /// and (where the file system allows it) an `O_DIRECT` one, and checks
+    /// every buffer.
+    fn check(read: impl Fn(&Source<'_>, &mut [Run<'_, '_>]) -> Result<()>) {
         let (file, bytes, spans) = fixture();
-        let mut bufs: Vec<Vec<u8>> = spans.iter().map(|&(_, n)| vec![0; n]).collect();
-        let mut reads: Vec<(u64, &mut [u8])> = spans
-            .iter()
-            .zip(&mut bufs)
-            .map(|(&(at, _), b)| (at, &mut b[..]))
-            .collect();
-        let mut runs = merge(&mut reads);
-        assert!(runs.len() > 10 && runs.iter().any(|r| r.parts.len() > 1));
-        read(file.as_file(), &mut runs).unwrap();
-        drop(runs);
-        for (&(at, n), buf) in spans.iter().zip(&bufs) {
-            assert_eq!(&buf[..], &bytes[at as usize..at as usize + n], "{at}+{n}");
+        let uncached = uncached(file.path());
+        if uncached.is_none() {
+            eprintln!("O_DIRECT is refused here: only ordinary reads are checked");
         }
-        let mut past = [0; 10];
-        let mut reads = [(1u64, &mut past[..]), (299_995, &mut [0; 10][..])];
-        let mut runs = merge(&mut reads);
-        assert!(read(file.as_file(), &mut runs).is_err());
+        for uncached in [None, uncached.as_ref()] {
+            let source = Source {
+                file: file.as_file(),
+                uncached,
+                path: file.path(),
+            };
+            let mut bufs: Vec<Vec<u8>> = spans.iter().map(|&(_, n)| vec![0; n]).collect();
+            let mut reads: Vec<(u64, &mut [u8])> = spans
+                .iter()
+                .zip(&mut bufs)
+                .map(|(&(at, _), b)| (at, &mut b[..]))
+                .collect();
+            let mut runs = merge(&mut reads, uncached.is_some());
+            assert!(runs.len() > 10 && runs.iter().any(|r| r.parts.len() > 1));
+            read(&source, &mut runs).unwrap();
+            drop(runs);
+            for (&(at, n), buf) in spans.iter().zip(&bufs) {
+                assert_eq!(&buf[..], &bytes[at as usize..at as usize + n], "{at}+{n}");
+            }
+            // The file's last bytes, then past its end.
+            let mut last = [0; 10];
+            let mut reads = [(1u64, &mut [0; 10][..]), (999_990, &mut last[..])];
+            read(&source, &mut merge(&mut reads, uncached.is_some())).unwrap();
+            assert_eq!(&last[..], &bytes[999_990..]);
+            let mut reads = [(1u64, &mut [0; 10][..]), (999_995, &mut [0; 10][..])];
+            let mut runs = merge(&mut reads, uncached.is_some());
+            assert!(read(&source, &mut runs).is_err());
+        }
+    }
+
+    fn uncached(path: &Path) -> Option<File> {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(path)
+            .ok()
     }
 
     #[test]
     fn the_thread_pool_fills_every_buffer_merged_or_not() {
-        check(|file, runs| read_pooled(file, Path::new("f"), runs));
+        check(read_pooled);
     }
 
     #[cfg(target_os = "linux")]
@@ -368,6 +481,6 @@ mod tests {
             eprintln!("skipped: io_uring is refused here or turned off (ZRECORD_IO_URING=0)");
             return;
         }
-        check(|file, runs| uring::read_runs(file, Path::new("f"), runs).unwrap());
+        check(|source, runs| uring::read_runs(source, runs).unwrap());
     }
 }

@@ -7,7 +7,7 @@ use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::ErrorKind;
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::{Access, Io, Map, Storage, StorageFile, direct};
 use crate::{Error, Result};
@@ -59,7 +59,11 @@ impl Storage for Disk {
             return Ok(None);
         }
         let file = open_regular(&path, access)?;
-        Ok(Some(Arc::new(DiskFile { path, file })))
+        Ok(Some(Arc::new(DiskFile {
+            path,
+            file,
+            uncached: OnceLock::new(),
+        })))
     }
 
     fn remove(&self, name: &str) -> Result<()> {
@@ -100,6 +104,9 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
 struct DiskFile {
     path: PathBuf,
     file: File,
+    /// The same file opened with `O_DIRECT`, once reads are said to be
+    /// random (and where the file system allows it).
+    uncached: OnceLock<File>,
 }
 
 impl StorageFile for DiskFile {
@@ -128,11 +135,19 @@ impl StorageFile for DiskFile {
     }
 
     fn read_batch(&self, reads: &mut [(u64, &mut [u8])]) -> Result<()> {
-        direct::read_batch(&self.file, &self.path, reads)
+        let source = direct::Source {
+            file: &self.file,
+            uncached: self.uncached.get(),
+            path: &self.path,
+        };
+        direct::read_batch(&source, reads)
     }
 
     fn advise_random(&self) {
         advise_random(&self.file);
+        if let Some(uncached) = open_uncached(&self.path, &self.file) {
+            let _ = self.uncached.set(uncached);
+        }
     }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
@@ -190,6 +205,28 @@ fn advise_random(file: &File) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = file;
+}
+
+/// `file` (at `path`) opened again with `O_DIRECT`, so its reads skip the
+/// page cache: `None` where the file system refuses (tmpfs) or `path` no
+/// longer names the same file.
+fn open_uncached(path: &Path, file: &File) -> Option<File> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let uncached = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT | libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)
+            .ok()?;
+        let (a, b) = (file.metadata().ok()?, uncached.metadata().ok()?);
+        (a.dev() == b.dev() && a.ino() == b.ino()).then_some(uncached)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (path, file);
+        None
+    }
 }
 
 /// Bytes this process may keep in memory: the smaller of the machine's
