@@ -45,26 +45,31 @@ else
   echo "fio not installed: no limit measured"
 fi
 
-# A memory control group: v2 where mounted, else v1.
-if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
-  group=/sys/fs/cgroup/zrecord-ltm-$$
-  mkdir "$group"
-  echo $((LIMIT_MIB << 20)) > "$group/memory.max"
-  peak_file=memory.peak
-else
-  group=/sys/fs/cgroup/memory/zrecord-ltm-$$
-  mkdir "$group"
-  echo $((LIMIT_MIB << 20)) > "$group/memory.limit_in_bytes"
-  peak_file=memory.max_usage_in_bytes
-fi
+# A fresh memory control group per run (v2 where mounted, else v1): page
+# cache a run leaves stays charged to its group, and would count in the
+# next run's peak.
+new_group() {
+  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+    group=/sys/fs/cgroup/zrecord-ltm-$$-$1
+    mkdir "$group"
+    echo $((LIMIT_MIB << 20)) > "$group/memory.max"
+    peak_file=memory.peak
+  else
+    group=/sys/fs/cgroup/memory/zrecord-ltm-$$-$1
+    mkdir "$group"
+    echo $((LIMIT_MIB << 20)) > "$group/memory.limit_in_bytes"
+    peak_file=memory.max_usage_in_bytes
+  fi
+}
 
 for io in mapped direct auto; do
+  new_group "$io"
   # Mapped gathers take seconds per batch here: fewer of them.
   batches=$BATCHES
   [ "$io" = mapped ] && batches=$(( (BATCHES + 4) / 5 ))
-  [ -w "$group/$peak_file" ] && echo 0 > "$group/$peak_file" 2>/dev/null || true
   line=$(bash -c 'echo $$ > "$1/cgroup.procs"; shift; exec "$@"' _ "$group" \
     "$zrecord" -q bench "$work/store" --cold --io "$io" --batches "$batches")
   peak=$(( $(cat "$group/$peak_file") >> 20 ))
   echo "$line; peak memory $peak MiB"
+  rmdir "$group" 2>/dev/null || true
 done

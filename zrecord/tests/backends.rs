@@ -162,6 +162,41 @@ fn ragged_stores_behave_alike_on_every_backend() {
     }
 }
 
+/// Records wider than the gap under which reads are merged: a batch is many
+/// reads in flight at once (through `io_uring` or the thread pool).
+#[test]
+fn batches_of_many_separate_reads_gather_exactly_on_every_backend() {
+    const WIDE: usize = 5000;
+    let bytes: Vec<u8> = (0..300 * WIDE).map(|i| (i * 13 % 251) as u8).collect();
+    let indices: Vec<u64> = (0..600u64)
+        .map(|i| i * 7 % 300)
+        .filter(|i| i % 3 != 1)
+        .collect();
+    for backend in BACKENDS {
+        let site = Site::new(backend);
+        let store = site
+            .create_dense(DType::U8, &[WIDE], Codec::Raw, Geometry::default())
+            .unwrap();
+        store.append_bytes(DType::U8, &bytes).unwrap();
+        drop(store);
+        for verify_on_read in [false, true] {
+            let store = site
+                .open_dense(OpenOptions::new().verify_on_read(verify_on_read))
+                .unwrap();
+            let mut out = vec![0; indices.len() * WIDE];
+            store.gather_bytes(&indices, &mut out).unwrap();
+            for (k, &i) in indices.iter().enumerate() {
+                let want = &bytes[i as usize * WIDE..(i as usize + 1) * WIDE];
+                assert_eq!(
+                    &out[k * WIDE..(k + 1) * WIDE],
+                    want,
+                    "{backend:?} record {i}"
+                );
+            }
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
 

@@ -93,9 +93,8 @@ impl FileTable {
         self.mapped &= file.map.is_some();
         if file.map.is_none() {
             // Records are read one by one at random: readahead would read
-            // their neighbours for nothing, and caching them would fill
-            // memory with a store larger than it. (Table segments keep
-            // both: their entries are small and a table is soon read whole.)
+            // their neighbours for nothing. (Table segments keep it: their
+            // entries are small and a table is soon read whole.)
             file.file.advise_random();
         }
         self.chunks.push(Arc::new(Chunk {

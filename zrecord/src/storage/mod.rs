@@ -10,7 +10,7 @@
 //!
 //! * [`Disk`] — files in a folder. With [`Io::Mapped`] every data file is
 //!   memory-mapped (the fastest path while the data fits in memory); with
-//!   [`Io::Direct`] nothing is mapped, the page cache is bypassed and a
+//!   [`Io::Direct`] nothing is mapped, readahead is turned off and a
 //!   batch's reads are in flight together (through `io_uring` where the
 //!   kernel allows it, else a pool of threads), so a store larger than
 //!   memory reads at the disk's rate rather than one page fault at a time.
@@ -69,11 +69,11 @@ pub enum Io {
     /// record read is a page fault on the gathering thread.
     Mapped,
     /// Explicit positional reads into the caller's buffers, up to 64 in
-    /// flight at once, around the page cache: for stores larger than
-    /// memory, or read once (cold). Reads close together are merged; data
-    /// files are read with `O_DIRECT` (whole 4 KiB blocks, copied out)
-    /// where the file system allows it, else with the kernel's readahead
-    /// off. Small reads go through an `io_uring` per reading thread where
+    /// flight at once, with the kernel's readahead off: for stores larger
+    /// than memory, or read once (cold). Reads close together are merged.
+    /// With the environment variable `ZRECORD_O_DIRECT=1`, data files are
+    /// read around the page cache (`O_DIRECT`: whole 4 KiB blocks, copied
+    /// out) where the file system allows it. Small reads go through an `io_uring` per reading thread where
     /// the kernel allows it (not under Docker's default seccomp profile, nor
     /// with the environment variable `ZRECORD_IO_URING=0`), large ones and
     /// the rest through a pool of threads blocked in `pread`.
@@ -144,8 +144,8 @@ pub trait StorageFile: Send + Sync {
     }
 
     /// Says reads of this file will be random and small: no readahead
-    /// around each, and no caching where the backend can avoid it. A hint;
-    /// the default ignores it.
+    /// around each (and, where the backend is asked to, no caching). A
+    /// hint; the default ignores it.
     fn advise_random(&self) {}
 
     /// Writes all of `buf` at `offset`, extending the file as needed.
