@@ -42,6 +42,7 @@ pub struct OpenOptions {
     pub(crate) read_only: bool,
     pub(crate) verify_on_read: bool,
     pub(crate) io: Io,
+    pub(crate) zstd_level: Option<i32>,
 }
 
 impl OpenOptions {
@@ -63,6 +64,31 @@ impl OpenOptions {
     #[must_use]
     pub fn io(mut self, io: Io) -> Self {
         self.io = io;
+        self
+    }
+
+    /// The zstd level this handle's appends compress at, for stores of the
+    /// `zstd` and `zstd_dict` codecs (others ignore it). The defaults are
+    /// [`ZSTD_LEVEL`](crate::ZSTD_LEVEL) and
+    /// [`ZSTD_DICT_LEVEL`](crate::ZSTD_DICT_LEVEL); higher levels write
+    /// slower and smaller, and every level reads back the same. zstd's
+    /// levels run from its negative fast levels to 22; `open` refuses others.
+    ///
+    /// ```
+    /// use zrecord::{Codec, DenseStore, OpenOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("x");
+    /// drop(DenseStore::<u8>::create(&path, &[784], Codec::Zstd)?);
+    /// let store = DenseStore::<u8>::open_with(&path, OpenOptions::new().zstd_level(19))?;
+    /// store.append(&[7; 784])?;
+    /// drop(store);
+    /// let refused = DenseStore::<u8>::open_with(&path, OpenOptions::new().zstd_level(99));
+    /// assert!(matches!(refused, Err(zrecord::Error::InvalidArgument(_))));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn zstd_level(mut self, level: i32) -> Self {
+        self.zstd_level = Some(level);
         self
     }
 

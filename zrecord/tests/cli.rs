@@ -587,3 +587,69 @@ fn bad_input_is_one_line_with_exit_code_2_and_leaves_nothing() {
     }
     assert!(!d.join("out").exists());
 }
+
+#[test]
+fn the_zstd_level_is_chosen_on_import_and_recode() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let data: Vec<u8> = (0..400 * 784u32)
+        .map(|i| ((i % 784) * (i / 784 % 7) % 251) as u8)
+        .collect();
+    fs::write(d.join("x.npy"), npy("|u1", &[400, 784], &data)).unwrap();
+    let stored = |name: &str| zrecord::AnyStore::open_read_only(d.join(name)).unwrap();
+    let size = |name: &str| match stored(name) {
+        zrecord::AnyStore::Dense(s) => s.stats().unwrap().live_bytes,
+        zrecord::AnyStore::Ragged(s) => s.stats().unwrap().live_bytes,
+    };
+    for (codec, low, high) in [("zstd", "1", "19"), ("zstd-dict", "1", "19")] {
+        for level in [low, high] {
+            let name = format!("{codec}-{level}");
+            ok(&[
+                &"import",
+                &"npy",
+                &d.join("x.npy"),
+                &d.join(&name),
+                &"--codec",
+                &codec,
+                &"--level",
+                &level,
+            ]);
+            let zrecord::AnyStore::Dense(s) = stored(&name) else {
+                panic!("{name}: dense")
+            };
+            let mut back = vec![0; data.len()];
+            s.gather_bytes(&(0..400).collect::<Vec<u64>>(), &mut back)
+                .unwrap();
+            assert!(back == data, "{name} reads back what was imported");
+        }
+        assert_ne!(
+            size(&format!("{codec}-{low}")),
+            size(&format!("{codec}-{high}")),
+            "{codec}"
+        );
+    }
+    ok(&[
+        &"recode",
+        &d.join("zstd-1"),
+        &d.join("recoded"),
+        &"--codec",
+        &"zstd",
+        &"--level",
+        &"19",
+    ]);
+    assert_eq!(size("recoded"), size("zstd-19"));
+    let line = fails(
+        2,
+        "zstd level 99",
+        &[
+            &"import",
+            &"npy",
+            &d.join("x.npy"),
+            &d.join("bad"),
+            &"--level",
+            &"99",
+        ],
+    );
+    assert!(line.contains("outside"), "{line}");
+    assert!(!d.join("bad").exists(), "a refused import leaves nothing");
+}

@@ -29,6 +29,7 @@ pub mod disk;
 pub mod frames;
 #[cfg(feature = "hdf5")]
 pub mod hdf5_file;
+pub mod levels_table;
 pub mod loader_child;
 pub mod loader_table;
 pub mod machine;

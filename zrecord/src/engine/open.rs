@@ -141,7 +141,7 @@ impl Engine {
                 ),
             ));
         }
-        let codec = CodecRuntime::new(read_codec(&*storage, m.codec)?)?;
+        let codec = CodecRuntime::new(read_codec(&*storage, m.codec)?, options.zstd_level)?;
         let group = match header.identity.kind() {
             StoreKind::Dense => 1,
             StoreKind::Ragged => 2,

@@ -97,6 +97,25 @@ fn codec(arg: CodecArg, dict: Option<zrecord::Dictionary>) -> anyhow::Result<zre
     })
 }
 
+/// Creates a store whose appends compress at zstd `level` (the codec's
+/// default when `None`).
+fn create_store(
+    path: &std::path::Path,
+    schema: &zrecord::Schema,
+    codec: zrecord::Codec,
+    level: Option<i32>,
+) -> anyhow::Result<zrecord::AnyStore> {
+    let store = zrecord::AnyStore::create(path, schema, codec)?;
+    let Some(level) = level else {
+        return Ok(store);
+    };
+    drop(store); // the level is an option of the handle: open one with it
+    Ok(zrecord::AnyStore::open_with(
+        path,
+        zrecord::OpenOptions::new().zstd_level(level),
+    )?)
+}
+
 /// Where a new store goes and how it is encoded: shared by every import.
 #[derive(clap::Args)]
 struct Target {
@@ -108,6 +127,10 @@ struct Target {
     /// The dictionary tier for `--codec zstd-dict` (trained on the imported data).
     #[arg(long, value_enum, default_value = "balanced")]
     tier: TierArg,
+    /// The zstd level of `--codec zstd` (default 3) or `zstd-dict` (default
+    /// 6): higher writes slower and smaller.
+    #[arg(long, allow_negative_numbers = true)]
+    level: Option<i32>,
     /// Replace an existing store at the target.
     #[arg(long)]
     force: bool,

@@ -24,6 +24,10 @@ pub(crate) struct Args {
     /// ... or a dictionary file to use instead.
     #[arg(long)]
     dict: Option<PathBuf>,
+    /// The zstd level of the new store's `zstd` (default 3) or `zstd-dict`
+    /// (default 6) frames.
+    #[arg(long, allow_negative_numbers = true)]
+    level: Option<i32>,
     /// Replace an existing destination.
     #[arg(long)]
     force: bool,
@@ -43,10 +47,11 @@ pub(crate) fn run(args: Args, quiet: bool) -> Result<()> {
         _ => None,
     };
     let staged = Staged::new(&args.destination, args.force)?;
-    let out = AnyStore::create(
+    let out = crate::create_store(
         staged.path(),
         &source.schema(),
         crate::codec(args.codec, dict)?,
+        args.level,
     )?;
     transfer::copy(&source, &out, quiet)?;
     out.sync()?;

@@ -85,6 +85,7 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
         store: staged.path().join(name),
         codec,
         tier: args.target.tier,
+        level: args.target.level,
         force: false,
     };
     let shape = match &resize {

@@ -140,7 +140,8 @@ pub(crate) fn write_store(
     } else {
         crate::codec(target.codec, None)?
     };
-    let store = AnyStore::create(&first, &schema, codec)?;
+    let level = target.level.filter(|_| !wants_dict); // the raw staging copy has none
+    let store = crate::create_store(&first, &schema, codec, level)?;
     let bar = progress::records(quiet, records, "import");
     let mut sink = Sink {
         store,
@@ -154,7 +155,7 @@ pub(crate) fn write_store(
         let dict = store
             .train_dict(target.tier.into())
             .context("cannot train a dictionary on the imported data")?;
-        let out = AnyStore::create(staged.path(), &schema, Codec::ZstdDict(dict))?;
+        let out = crate::create_store(staged.path(), &schema, Codec::ZstdDict(dict), target.level)?;
         transfer::copy(&store, &out, quiet)?;
         out.sync()?;
     } else {

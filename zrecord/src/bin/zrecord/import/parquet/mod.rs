@@ -103,7 +103,12 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
         outputs.push(Output {
             name: name.clone(),
             data_type: field.data_type().clone(),
-            store: AnyStore::create(&path, &shape, codec.clone())?,
+            store: crate::create_store(
+                &path,
+                &shape,
+                codec.clone(),
+                args.target.level.filter(|_| !dict),
+            )?,
             shape,
             converter: Converter::new(name, fill, args.flatten),
             path,
@@ -182,7 +187,12 @@ fn finish(o: Output, folder: &Path, target: &Target, quiet: bool) -> Result<()> 
         AnyStore::Ragged(s) => s.train_dict(target.tier.into()),
     }
     .with_context(|| format!("column {:?}: cannot train a dictionary", o.name))?;
-    let out = AnyStore::create(folder.join(&o.name), &o.shape, Codec::ZstdDict(dict))?;
+    let out = crate::create_store(
+        &folder.join(&o.name),
+        &o.shape,
+        Codec::ZstdDict(dict),
+        target.level,
+    )?;
     transfer::copy(&o.store, &out, quiet)?;
     sync(&out)
 }

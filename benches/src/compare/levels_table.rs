@@ -1,0 +1,101 @@
+//! The zstd_dict levels table: for the small records of (b) and (c), the
+//! write speed and ratio of every zstd level against a `Balanced`
+//! dictionary, as a store's append compresses them (one frame per record,
+//! content size and checksum on), on one thread. `zrecord::ZSTD_DICT_LEVEL`
+//! is the fastest level whose ratio is within 3 % of level 19's on both.
+
+use std::time::Instant;
+
+use zrecord::{DictTier, ZSTD_DICT_LEVEL, train_dict};
+use zstd::zstd_safe::{CCtx, CDict, CParameter};
+
+use super::Result;
+use super::report::{Report, Table, fmt_num};
+use super::store_table::records;
+use crate::workloads::{DENSE_B, RaggedTokens};
+
+/// The levels timed; 19 is the reference.
+const LEVELS: [i32; 11] = [1, 2, 3, 4, 5, 6, 7, 9, 12, 15, 19];
+
+/// Times every level on (b) and (c).
+///
+/// # Errors
+/// A dictionary that cannot be trained, or a zstd error.
+pub fn run(quick: bool, report: &mut Report) -> Result<Table> {
+    let b = DENSE_B.generate(records('b', DENSE_B.records, quick));
+    let tokens = RaggedTokens::generate(records('c', 20_000, quick));
+    let c: Vec<Vec<u8>> = (0..tokens.len())
+        .map(|r| bytemuck::cast_slice(tokens.record(r)).to_vec())
+        .collect();
+    let workloads: [(char, Vec<&[u8]>); 2] = [
+        ('b', b.chunks(DENSE_B.record_bytes()).collect()),
+        ('c', c.iter().map(Vec::as_slice).collect()),
+    ];
+    let mut table = Table::new(
+        "zstd_dict levels: write speed and ratio, one thread, Balanced dictionary",
+        &["workload", "level", "MiB/s", "ratio", "ratio / level 19"],
+    );
+    for (letter, records) in &workloads {
+        let dict = train_dict(records, DictTier::Balanced)?;
+        let rows: Vec<(i32, f64, f64)> = LEVELS
+            .iter()
+            .map(|&level| compress_all(records, dict.as_bytes(), level).map(|(s, r)| (level, s, r)))
+            .collect::<Result<_>>()?;
+        let reference = rows.last().map_or(1.0, |r| r.2);
+        for (level, speed, ratio) in rows {
+            report.push(
+                *letter,
+                &format!("zstd_dict level {level}"),
+                "write",
+                speed,
+                "MiB/s",
+            );
+            let mark = if level == ZSTD_DICT_LEVEL {
+                " (default)"
+            } else {
+                ""
+            };
+            table.row(vec![
+                format!("({letter})"),
+                format!("{level}{mark}"),
+                fmt_num(speed),
+                format!("{ratio:.3}"),
+                format!("{:.3}", ratio / reference),
+            ]);
+        }
+    }
+    table.note(format!(
+        "(b): {} records of 784 B; (c): {} token sequences. Ratio: raw bytes / frame bytes.",
+        workloads[0].1.len(),
+        workloads[1].1.len()
+    ));
+    Ok(table)
+}
+
+/// Compresses every record at `level` against `dict`: MiB/s and ratio.
+fn compress_all(records: &[&[u8]], dict: &[u8], level: i32) -> Result<(f64, f64)> {
+    let zerr = |e| format!("zstd: {}", zstd::zstd_safe::get_error_name(e));
+    let cdict = CDict::create(dict, level);
+    let mut cctx = CCtx::create();
+    cctx.set_parameter(CParameter::ChecksumFlag(true))
+        .map_err(zerr)?;
+    cctx.set_parameter(CParameter::ContentSizeFlag(true))
+        .map_err(zerr)?;
+    cctx.ref_cdict(&cdict).map_err(zerr)?;
+    let raw: usize = records.iter().map(|r| r.len()).sum();
+    let mut out =
+        vec![
+            0u8;
+            zstd::zstd_safe::compress_bound(records.iter().map(|r| r.len()).max().unwrap_or(0))
+        ];
+    let start = Instant::now();
+    let mut stored = 0;
+    for record in records {
+        stored += cctx.compress2(&mut out[..], record).map_err(zerr)?;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    Ok((
+        raw as f64 / secs / f64::from(1 << 20),
+        raw as f64 / stored as f64,
+    ))
+}
