@@ -149,7 +149,9 @@ mod tests {
     fn parses_the_documented_flags() {
         let args = Args::try_parse_from(["compare"]).unwrap();
         assert!(!args.quick && args.json.is_none());
-        assert_eq!(args.only.len(), 6);
+        assert_eq!(args.only.len(), 7);
+        let args = Args::try_parse_from(["compare", "--only", "cold,levels"]).unwrap();
+        assert_eq!(args.only, [Letter::Cold, Letter::Levels]);
         let args =
             Args::try_parse_from(["compare", "--quick", "--only", "e,a", "--json", "x.json"]);
         let args = args.unwrap();
