@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use zrecord::DenseStore;
+use zrecord::{DenseStore, Padding, RaggedBatch, RaggedStore};
 use zrecord_loader::{Loader, Mode};
 use zsampler::Sampler;
 
@@ -23,13 +23,30 @@ pub const BATCH: u64 = 256;
 /// Sampler seed of workload (e).
 pub const SEED: u64 = 5;
 
+/// The stores a child reads.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Data {
+    /// Data (a) or (b), with labels.
+    Labelled {
+        /// The dense `u8` store.
+        records: PathBuf,
+        /// Its label store (`i64`, `label[r] = r`).
+        labels: PathBuf,
+    },
+    /// A ragged `i32` token store (data (c)), each batch padded with zeros
+    /// into one `(batch, longest)` buffer, as the Burn converter
+    /// (`zrecord_burn::ragged_padded`) pads it before wrapping it in a tensor.
+    PaddedTokens {
+        /// The token store.
+        tokens: PathBuf,
+    },
+}
+
 /// What a child runs.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ChildConfig {
-    /// The image store (`u8[512][512]`).
-    pub images: PathBuf,
-    /// The label store (`i64`, `label[r] = r`).
-    pub labels: PathBuf,
+    /// The stores.
+    pub data: Data,
     /// `None`: the bare loop on the calling thread; `Some(w)`: the loader with `w` workers.
     pub workers: Option<usize>,
     /// The loader's prefetch depth.
@@ -91,14 +108,29 @@ fn check_labels(labels: &[i64], indices: &[u64]) -> Result<(), String> {
 /// # Errors
 /// zrecord and loader errors, or a batch that is not what the sampler chose.
 pub fn run(config: &ChildConfig) -> super::Result<ChildResult> {
-    let images = DenseStore::<u8>::open(&config.images)?;
-    let labels = DenseStore::<i64>::open(&config.labels)?;
-    let rss_open_kib = rss::status().vm_rss;
-    let monitor = Monitor::start(Duration::from_millis(2));
     let sleep = Duration::from_secs_f64(config.consumer_sleep_s);
-    let mut result = match config.workers {
-        None => bare_loop(config, &images, &labels, sleep)?,
-        Some(workers) => loader(config, images, labels, workers, sleep)?,
+    let rss_open_kib;
+    let monitor;
+    let mut result = match &config.data {
+        Data::Labelled { records, labels } => {
+            let images = DenseStore::<u8>::open_read_only(records)?;
+            let labels = DenseStore::<i64>::open_read_only(labels)?;
+            rss_open_kib = rss::status().vm_rss;
+            monitor = Monitor::start(Duration::from_millis(2));
+            match config.workers {
+                None => bare_loop(config, &images, &labels, sleep)?,
+                Some(workers) => loader(config, images, labels, workers, sleep)?,
+            }
+        }
+        Data::PaddedTokens { tokens } => {
+            let tokens = RaggedStore::<i32>::open_read_only(tokens)?;
+            rss_open_kib = rss::status().vm_rss;
+            monitor = Monitor::start(Duration::from_millis(2));
+            match config.workers {
+                None => bare_token_loop(config, &tokens, sleep)?,
+                Some(workers) => token_loader(config, tokens, workers, sleep)?,
+            }
+        }
     };
     let (anon, file) = monitor.finish();
     result.rss_open_kib = rss_open_kib;
@@ -116,10 +148,7 @@ fn bare_loop(
     labels: &DenseStore<i64>,
     sleep: Duration,
 ) -> super::Result<ChildResult> {
-    let sampler = Sampler::builder(images.len(), BATCH)
-        .seed(SEED)
-        .mode(Mode::Cyclic)
-        .build()?;
+    let sampler = sampler(images.len())?;
     let mut indices = vec![0u64; BATCH as usize];
     let mut image_buf = vec![0u8; BATCH as usize * images.record_len()];
     let mut label_buf = vec![0i64; BATCH as usize];
@@ -159,10 +188,7 @@ fn loader(
     sleep: Duration,
 ) -> super::Result<ChildResult> {
     // A direct gather of the first batches, to check the loader's against.
-    let sampler = Sampler::builder(images.len(), BATCH)
-        .seed(SEED)
-        .mode(Mode::Cyclic)
-        .build()?;
+    let sampler = sampler(images.len())?;
     // Kept as digests: holding the batches would count against the loader's RSS.
     let expected: Vec<(Vec<u64>, String)> = (0..2)
         .map(|step| {
@@ -203,6 +229,117 @@ fn loader(
             }
         }
         std::hint::black_box(&image);
+        drop(batch);
+        if !sleep.is_zero() {
+            std::thread::sleep(sleep);
+        }
+    }
+    let wall_s = start.elapsed().as_secs_f64();
+    let after = counters.snapshot();
+    Ok(ChildResult {
+        steps: config.steps,
+        wall_s,
+        batches_per_s: config.steps as f64 / wall_s,
+        wait_s: (after.consumer_wait - before.consumer_wait).as_secs_f64(),
+        gather_s: (after.gather_time - before.gather_time).as_secs_f64(),
+        buffers_allocated: after.buffers_allocated,
+        ..ChildResult::default()
+    })
+}
+
+/// The sampler of every run over `records` records.
+fn sampler(records: u64) -> super::Result<Sampler> {
+    Ok(Sampler::builder(records, BATCH)
+        .seed(SEED)
+        .mode(Mode::Cyclic)
+        .build()?)
+}
+
+/// A padded token batch as one digest (shape, lengths and values).
+fn padded_digest(padded: &zrecord::PaddedBatch<i32>) -> String {
+    let mut bytes: Vec<u8> = padded.shape.iter().flat_map(|d| d.to_le_bytes()).collect();
+    bytes.extend(padded.lengths.iter().flat_map(|l| l.to_le_bytes()));
+    bytes.extend(padded.values.iter().flat_map(|v| v.to_le_bytes()));
+    sha256_hex(&bytes)
+}
+
+/// Samples, gathers and pads token batches on the calling thread.
+fn bare_token_loop(
+    config: &ChildConfig,
+    tokens: &RaggedStore<i32>,
+    sleep: Duration,
+) -> super::Result<ChildResult> {
+    let sampler = sampler(tokens.len())?;
+    let padding = Padding::new(0i32);
+    let mut indices = vec![0u64; BATCH as usize];
+    let mut batch = RaggedBatch::<i32>::new();
+    let mut gather = Duration::ZERO;
+    let mut start = Instant::now();
+    for step in 0..config.warmup + config.steps {
+        if step == config.warmup {
+            start = Instant::now();
+            gather = Duration::ZERO;
+        }
+        let t = Instant::now();
+        sampler.fill_batch(step, &mut indices);
+        tokens.gather_into(&indices, &mut batch)?;
+        let padded = padding.pad(batch.values(), batch.layout())?;
+        gather += t.elapsed();
+        std::hint::black_box(&padded);
+        if !sleep.is_zero() {
+            std::thread::sleep(sleep);
+        }
+    }
+    let wall_s = start.elapsed().as_secs_f64();
+    Ok(ChildResult {
+        steps: config.steps,
+        wall_s,
+        batches_per_s: config.steps as f64 / wall_s,
+        gather_s: gather.as_secs_f64(),
+        ..ChildResult::default()
+    })
+}
+
+/// The loader over the token store; the consumer pads each batch.
+fn token_loader(
+    config: &ChildConfig,
+    tokens: RaggedStore<i32>,
+    workers: usize,
+    sleep: Duration,
+) -> super::Result<ChildResult> {
+    let sampler = sampler(tokens.len())?;
+    let padding = Padding::new(0i32);
+    let expected: Vec<(Vec<u64>, String)> = (0..2)
+        .map(|step| -> super::Result<_> {
+            let indices = sampler.batch_at(step);
+            let batch = tokens.gather(&indices)?;
+            let padded = padding.pad(batch.values(), batch.layout())?;
+            Ok((indices, padded_digest(&padded)))
+        })
+        .collect::<super::Result<_>>()?;
+    let mut loader = Loader::builder(BATCH)
+        .stream("tokens", tokens)
+        .mode(Mode::Cyclic)
+        .seed(SEED)
+        .workers(workers)
+        .prefetch(config.prefetch)
+        .build()?;
+    let counters = loader.counters();
+    let mut start = Instant::now();
+    let mut before = counters.snapshot();
+    for step in 0..config.warmup + config.steps {
+        if step == config.warmup {
+            start = Instant::now();
+            before = counters.snapshot();
+        }
+        let batch = loader.next_batch()?;
+        let padded = batch.padded::<i32>("tokens", 0)?;
+        if let Some((indices, digest)) = expected.get(step as usize)
+            && (batch.indices() != &indices[..] || &padded_digest(&padded) != digest)
+        {
+            return Err(format!("the loader's batch {step} differs from a direct gather").into());
+        }
+        std::hint::black_box(&padded);
         drop(batch);
         if !sleep.is_zero() {
             std::thread::sleep(sleep);

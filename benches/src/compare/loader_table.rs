@@ -1,6 +1,7 @@
-//! Workload (e), the driving side: writes data (a) and a label stream to
-//! zrecord stores, checks them, then runs every configuration in a child
-//! process ([`super::loader_child`]) and makes the table.
+//! Workload (e), the driving side: writes data (a) and (b), each with a
+//! label stream, and the tokens of (c) to zrecord stores, checks them, then
+//! runs every configuration in a child process ([`super::loader_child`])
+//! and makes the table.
 //!
 //! Peak RSS is measured in the child (the `compare` binary re-executed with
 //! [`CHILD_FLAG`]), which opens the stores from disk: its `VmHWM` holds only
@@ -10,14 +11,16 @@
 
 use std::process::{Command, Stdio};
 
-use zrecord::{Codec, DenseStore};
+use std::path::{Path, PathBuf};
 
-use super::loader_child::{BATCH, CHILD_FLAG, ChildConfig, ChildResult, RESULT_PREFIX, SEED};
+use zrecord::{Codec, DenseStore, RaggedStore};
+
+use super::loader_child::{BATCH, CHILD_FLAG, ChildConfig, ChildResult, Data, RESULT_PREFIX, SEED};
 use super::measure::median;
 use super::report::{MIB, Report, Table, fmt_num, fmt_ratio};
 use super::store_table::timed;
 use crate::Verified;
-use crate::workloads::DENSE_A;
+use crate::workloads::{DENSE_A, DENSE_B, DenseWorkload, RaggedTokens};
 
 /// The loader's default prefetch depth (`LoaderBuilder::prefetch`).
 pub const PREFETCH: usize = 4;
@@ -56,10 +59,13 @@ fn child(config: &ChildConfig) -> super::Result<ChildResult> {
     Ok(serde_json::from_str(line)?)
 }
 
-/// One child's run; the first two labels of a codec are the bare loop and
-/// the default loader, which alternate.
+/// One child's run; the first two labels of a data set are the bare loop
+/// and the default loader, which alternate.
 struct Run {
-    codec: &'static str,
+    /// The data set and codec, as the table's first column names them.
+    data: String,
+    /// Bytes of one batch as the consumer receives it.
+    batch_bytes: u64,
     label: String,
     workers: Option<usize>,
     consumer_sleeps: bool,
@@ -71,33 +77,110 @@ struct Run {
 /// # Errors
 /// A checksum mismatch, zrecord errors, a failing child.
 pub fn run(quick: bool, report: &mut Report) -> super::Result<(Table, Vec<Target>)> {
-    let n = if quick { 300 } else { DENSE_A.records };
-    let (generated, gen_s) = timed(|| DENSE_A.generate_verified(n));
+    let dir = tempfile::Builder::new()
+        .prefix("zrecord-compare-e")
+        .tempdir()?;
+    let mut runs: Vec<Run> = Vec::new();
+    let (warmup, reps) = if quick {
+        (2, 1)
+    } else {
+        (PREFETCH as u64 + 4, 3)
+    };
+    for (workload, codecs) in [
+        (&DENSE_A, &[("raw", Codec::Raw), ("zstd", Codec::Zstd)][..]),
+        (&DENSE_B, &[("raw", Codec::Raw)][..]),
+    ] {
+        let n = if quick { 300 } else { workload.records };
+        let stores = labelled_stores(workload, n, codecs, dir.path())?;
+        let width = workload.record_bytes() as u64;
+        for (codec, records, labels) in stores {
+            let steps = match (quick, workload.name, codec) {
+                (true, _, _) => 6,
+                (false, "a", "raw") => 200,
+                (false, "a", _) => 48,
+                (false, _, _) => 40_000,
+            };
+            let data = Data::Labelled { records, labels };
+            let name = format!("({}) {codec}", workload.name);
+            let batch_bytes = BATCH * (width + 8);
+            let full = workload.name == "a";
+            let config = Plan {
+                data,
+                warmup,
+                steps,
+                reps,
+                full,
+            };
+            measure(&name, batch_bytes, &config, &mut runs)?;
+        }
+    }
+    // (c): tokens, padded per batch.
+    let n = if quick {
+        300
+    } else {
+        crate::workloads::RAGGED_RECORDS
+    };
+    let tokens = RaggedTokens::generate(n);
+    let path = dir.path().join("tokens");
+    {
+        let store = RaggedStore::<i32>::create(&path, Codec::Raw)?;
+        let records: Vec<&[i32]> = (0..tokens.len()).map(|r| tokens.record(r)).collect();
+        for piece in records.chunks(50_000) {
+            store.append_slices(piece)?;
+        }
+        store.sync()?;
+        for r in [0, n / 2, n - 1] {
+            if store.get(r as u64)?.as_slice() != Some(tokens.record(r)) {
+                return Err(format!("tokens: record {r} differs from the source").into());
+            }
+        }
+    }
+    let mean_len = tokens.tokens.len() as u64 / n as u64;
+    drop(tokens);
+    let plan = Plan {
+        data: Data::PaddedTokens { tokens: path },
+        warmup,
+        steps: if quick { 6 } else { 10_000 },
+        reps,
+        full: false,
+    };
+    measure("(c) raw, padded", BATCH * mean_len * 4, &plan, &mut runs)?;
+    Ok(tabulate(&runs, reps, report))
+}
+
+/// Writes the first `n` records of `workload` in each of `codecs`, and a
+/// label store, each checked against the source; returns `(codec, records,
+/// labels)` per codec.
+fn labelled_stores(
+    workload: &DenseWorkload,
+    n: usize,
+    codecs: &[(&'static str, Codec)],
+    dir: &Path,
+) -> super::Result<Vec<(&'static str, PathBuf, PathBuf)>> {
+    let (generated, gen_s) = timed(|| workload.generate_verified(n));
     let (data, verified) = generated?;
     let checked = match verified {
         Verified::Checksum => "SHA-256 matches benches/DATA.md",
         Verified::PrefixUnchecked => "a prefix: no checksum exists",
     };
-    eprintln!("(e) {n} records generated in {gen_s:.1} s ({checked})");
-    let dir = tempfile::Builder::new()
-        .prefix("zrecord-compare-e")
-        .tempdir()?;
-    let labels_path = dir.path().join("labels");
+    let name = workload.name;
+    eprintln!("(e) {name}: {n} records generated in {gen_s:.1} s ({checked})");
+    let labels_path = dir.join(format!("labels-{name}"));
     {
         let labels = DenseStore::<i64>::create(&labels_path, &[], Codec::Raw)?;
         labels.append(&(0..n as i64).collect::<Vec<i64>>())?;
         labels.sync()?;
     }
     let mut stores = Vec::new();
-    for (name, codec) in [("raw", Codec::Raw), ("zstd", Codec::Zstd)] {
-        let path = dir.path().join(format!("images-{name}"));
-        let store = DenseStore::<u8>::create(&path, &DENSE_A.shape, codec)?;
-        for piece in data.chunks(64 << 20) {
+    for (codec_name, codec) in codecs {
+        let path = dir.join(format!("{name}-{codec_name}"));
+        let store = DenseStore::<u8>::create(&path, &workload.shape, codec.clone())?;
+        let width = workload.record_bytes();
+        for piece in data.chunks((64 << 20) / width * width) {
             store.append(piece)?;
         }
         store.sync()?;
         // Check a few batches against the source before anything is timed.
-        let width = DENSE_A.record_bytes();
         let sampler = zsampler::Sampler::builder(n as u64, BATCH)
             .seed(SEED)
             .build()?;
@@ -107,95 +190,91 @@ pub fn run(quick: bool, report: &mut Report) -> super::Result<(Table, Vec<Target
             let got = batch.as_slice().ok_or("a non-contiguous batch")?;
             for (k, &i) in indices.iter().enumerate() {
                 if got[k * width..][..width] != data[i as usize * width..][..width] {
-                    return Err(format!("images-{name}: record {i} differs from the source").into());
+                    return Err(
+                        format!("{name}-{codec_name}: record {i} differs from the source").into(),
+                    );
                 }
             }
         }
-        stores.push((name, path));
+        stores.push((*codec_name, path, labels_path.clone()));
     }
-    drop(data);
     eprintln!("  stores written and checked");
-
-    let batch_bytes = BATCH * (DENSE_A.record_bytes() as u64 + 8);
-    let (warmup, reps) = if quick {
-        (2, 1)
-    } else {
-        (PREFETCH as u64 + 4, 3)
-    };
-    let mut runs: Vec<Run> = Vec::new();
-    for (codec, path) in &stores {
-        let steps = match (quick, *codec) {
-            (true, _) => 6,
-            (false, "raw") => 200,
-            (false, _) => 48,
-        };
-        let config = |workers: Option<usize>, sleep: f64| ChildConfig {
-            images: path.clone(),
-            labels: labels_path.clone(),
-            workers,
-            prefetch: PREFETCH,
-            warmup,
-            steps,
-            consumer_sleep_s: sleep,
-        };
-        let mut go = |label: String, workers: Option<usize>, sleep: f64| -> super::Result<f64> {
-            let result = child(&config(workers, sleep))?;
-            eprintln!("  {codec} {label}: {:.1} batches/s", result.batches_per_s);
-            let per_step_gather = result.gather_s / result.steps as f64;
-            runs.push(Run {
-                codec,
-                label,
-                workers,
-                consumer_sleeps: sleep > 0.0,
-                result,
-            });
-            Ok(per_step_gather)
-        };
-        // Bare loop and the default loader alternate, so drift hits both.
-        let mut bare_gather = Vec::new();
-        for _ in 0..reps {
-            bare_gather.push(go(
-                "bare loop (calling thread, all cores)".into(),
-                None,
-                0.0,
-            )?);
-            go(
-                format!("zrecord-loader, {DEFAULT_WORKERS} workers (default)"),
-                Some(DEFAULT_WORKERS),
-                0.0,
-            )?;
-        }
-        for workers in [1, 4] {
-            go(
-                format!(
-                    "zrecord-loader, {workers} worker{}",
-                    if workers > 1 { "s" } else { "" }
-                ),
-                Some(workers),
-                0.0,
-            )?;
-        }
-        let sleep = 1.5 * median(&bare_gather);
-        go(
-            format!(
-                "zrecord-loader, {DEFAULT_WORKERS} workers, consumer sleeps 1.5× gather ({:.1} ms)",
-                sleep * 1e3
-            ),
-            Some(DEFAULT_WORKERS),
-            sleep,
-        )?;
-    }
-    Ok(tabulate(&runs, batch_bytes, reps, report))
+    Ok(stores)
 }
 
-fn tabulate(
-    runs: &[Run],
-    batch_bytes: u64,
+/// How one data set is measured.
+struct Plan {
+    data: Data,
+    warmup: u64,
+    steps: u64,
+    /// Alternations of the bare loop and the default loader.
     reps: usize,
-    report: &mut Report,
-) -> (Table, Vec<Target>) {
+    /// Also 1 and 4 workers, and a consumer that sleeps 1.5× the gather.
+    full: bool,
+}
+
+/// Runs the children of one data set (named `name` in the table).
+fn measure(name: &str, batch_bytes: u64, plan: &Plan, runs: &mut Vec<Run>) -> super::Result<()> {
+    let config = |workers: Option<usize>, sleep: f64| ChildConfig {
+        data: plan.data.clone(),
+        workers,
+        prefetch: PREFETCH,
+        warmup: plan.warmup,
+        steps: plan.steps,
+        consumer_sleep_s: sleep,
+    };
+    let mut go = |label: String, workers: Option<usize>, sleep: f64| -> super::Result<f64> {
+        let result = child(&config(workers, sleep))?;
+        eprintln!("  {name} {label}: {:.1} batches/s", result.batches_per_s);
+        let per_step_gather = result.gather_s / result.steps as f64;
+        runs.push(Run {
+            data: name.into(),
+            batch_bytes,
+            label,
+            workers,
+            consumer_sleeps: sleep > 0.0,
+            result,
+        });
+        Ok(per_step_gather)
+    };
+    // Bare loop and the default loader alternate, so drift hits both.
+    let mut bare_gather = Vec::new();
+    for _ in 0..plan.reps {
+        bare_gather.push(go("bare loop (calling thread)".into(), None, 0.0)?);
+        go(
+            format!("zrecord-loader, {DEFAULT_WORKERS} workers (default)"),
+            Some(DEFAULT_WORKERS),
+            0.0,
+        )?;
+    }
+    if !plan.full {
+        return Ok(());
+    }
+    for workers in [1, 4] {
+        go(
+            format!(
+                "zrecord-loader, {workers} worker{}",
+                if workers > 1 { "s" } else { "" }
+            ),
+            Some(workers),
+            0.0,
+        )?;
+    }
+    let sleep = 1.5 * median(&bare_gather);
+    go(
+        format!(
+            "zrecord-loader, {DEFAULT_WORKERS} workers, consumer sleeps 1.5× gather ({:.1} ms)",
+            sleep * 1e3
+        ),
+        Some(DEFAULT_WORKERS),
+        sleep,
+    )?;
+    Ok(())
+}
+
+fn tabulate(runs: &[Run], reps: usize, report: &mut Report) -> (Table, Vec<Target>) {
     let columns = [
-        "codec",
+        "data",
         "run",
         "batches/s>",
         "× bare loop>",
@@ -206,7 +285,7 @@ fn tabulate(
         "within",
     ];
     let mut table = Table::new(
-        "(e) loader end to end: data (a) + i64 labels, batch 256",
+        "(e) loader end to end, batch 256: data (a) and (b) with i64 labels, (c) tokens padded per batch",
         &columns,
     );
     let mut targets = Vec::new();
@@ -216,11 +295,17 @@ fn tabulate(
         measured,
         reached,
     };
-    for codec in ["raw", "zstd"] {
+    let mut data_sets: Vec<&str> = Vec::new();
+    for run in runs {
+        if !data_sets.contains(&run.data.as_str()) {
+            data_sets.push(&run.data);
+        }
+    }
+    for codec in data_sets {
         // One row per label: the alternating repetitions of the bare loop and
         // the default loader are summarised by their median rate.
         let mut labels: Vec<&str> = Vec::new();
-        for run in runs.iter().filter(|r| r.codec == codec) {
+        for run in runs.iter().filter(|r| r.data == codec) {
             if !labels.contains(&run.label.as_str()) {
                 labels.push(&run.label);
             }
@@ -228,7 +313,7 @@ fn tabulate(
         let rate_of = |label: &str| {
             let rates: Vec<f64> = runs
                 .iter()
-                .filter(|r| r.codec == codec && r.label == label)
+                .filter(|r| r.data == codec && r.label == label)
                 .map(|r| r.result.batches_per_s)
                 .collect();
             median(&rates)
@@ -236,7 +321,7 @@ fn tabulate(
         let bare_rate = rate_of(labels[0]);
         let default_rate = rate_of(labels[1]);
         for label in &labels {
-            let Some(run) = runs.iter().find(|r| r.codec == codec && r.label == *label) else {
+            let Some(run) = runs.iter().find(|r| r.data == codec && r.label == *label) else {
                 continue;
             };
             let (r, loader) = (&run.result, run.workers.is_some());
@@ -244,7 +329,7 @@ fn tabulate(
             let wait_share = r.wait_s / r.wall_s;
             let kib = |k: u64| k as f64 * 1024.0;
             let (peak, maps) = (kib(r.vm_hwm_kib), kib(r.peak_file_kib));
-            let batches = ((PREFETCH + 2) as u64 * batch_bytes) as f64;
+            let batches = ((PREFETCH + 2) as u64 * run.batch_bytes) as f64;
             let bound = kib(r.rss_open_kib) + maps + batches + 100.0 * MIB;
             let within = peak <= bound;
             let sys = format!("{codec}: {label}");
@@ -312,10 +397,11 @@ fn tabulate(
             format!("{ratio:.2}× ({default_rate:.1} vs {bare_rate:.1} batches/s)"),
             ratio >= 0.9,
         ));
-        // The figures a Python loader was quoted at for this workload.
+        // The figures a Python loader was quoted at for workload (a).
         let (python, name) = match codec {
-            "raw" => (191.0, "191"),
-            _ => (17.0, "17 (two threads; 9.7 default)"),
+            "(a) raw" => (191.0, "191"),
+            "(a) zstd" => (17.0, "17 (two threads; 9.7 default)"),
+            _ => continue,
         };
         targets.push(target(
             format!("(e) {codec}: beat the Python reference"),
@@ -326,12 +412,14 @@ fn tabulate(
     }
     table.note(format!(
         "Each run is its own child process that opens the stores from disk. Bare loop and default loader \
-         alternate {reps}×; their rows are medians. Consumer wait: the loader's counter over the timed steps / \
-         wall time. Peak RSS: the child's VmHWM; \"of it store maps\": the sampled peak of file-backed resident \
-         memory (the stores are read through memory maps, whose page-cache pages count in RSS). RSS bound = RSS \
-         after opening the stores + store maps + (prefetch {PREFETCH} + 2) × {:.1} MiB + 100 MiB. The 1.5× consumer \
-         sleeps (a training step that leaves the CPU to the loader) 1.5 × the bare loop's median gather time per step.",
-        batch_bytes as f64 / MIB
+         alternate {reps}×; their rows are medians. (c): both the bare loop and the loader's consumer pad each \
+         batch of tokens with zeros to its longest record (`Padding::pad`, the step the Burn converter \
+         `ragged_padded` takes before it wraps the buffer in a tensor without a copy). Consumer wait: the \
+         loader's counter over the timed steps / wall time. Peak RSS: the child's VmHWM; \"of it store maps\": \
+         the sampled peak of file-backed resident memory (the stores are read through memory maps, whose \
+         page-cache pages count in RSS). RSS bound = RSS after opening the stores + store maps + (prefetch \
+         {PREFETCH} + 2) × the batch's bytes + 100 MiB. The 1.5× consumer sleeps (a training step that leaves \
+         the CPU to the loader) 1.5 × the bare loop's median gather time per step."
     ));
     (table, targets)
 }
