@@ -8,7 +8,6 @@ mod tokenizer;
 use std::fs::File;
 use std::io::BufReader;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -85,9 +84,6 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
     };
     let start = Instant::now();
     let (mut docs, mut tokens) = (0u64, 0u64);
-    // Time spent inside the tokenizer, summed over threads: its own rate
-    // per thread, to set the import's rate against.
-    let tokenizing_ns = AtomicU64::new(0);
     write_store(
         &args.target,
         Schema::Ragged { dtype },
@@ -102,12 +98,7 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
                 }
                 let encoded: Vec<Vec<u32>> = round
                     .par_iter()
-                    .map(|doc| {
-                        let t = Instant::now();
-                        let tokens = encode(&tokenizer, doc, args.lossy, eod);
-                        tokenizing_ns.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
-                        tokens
-                    })
+                    .map(|doc| encode(&tokenizer, doc, args.lossy, eod))
                     .collect::<Result<_>>()?;
                 let batch = match dtype {
                     DType::U8 => narrow::<u8>(&round, &encoded)?,
@@ -128,14 +119,10 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
     let secs = start.elapsed().as_secs_f64();
     let skipped = documents.skipped();
     if !quiet {
-        let per_thread = tokens as f64 / (tokenizing_ns.into_inner() as f64 / 1e9).max(1e-9);
         eprintln!(
-            "{docs} documents, {tokens} tokens ({}) in {secs:.2} s: {:.2} M tokens/s on {} \
-             threads (the tokenizer alone: {:.2} M tokens/s per thread){}",
+            "{docs} documents, {tokens} tokens ({}) in {secs:.2} s: {:.2} M tokens/s{}",
             tokenizer.name(),
             tokens as f64 / secs / 1e6,
-            rayon::current_num_threads(),
-            per_thread / 1e6,
             if skipped > 0 {
                 format!("; skipped {skipped} bad lines")
             } else {
