@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use zrecord::{DenseStore, Padding, RaggedBatch, RaggedStore};
-use zrecord_loader::{Loader, Mode};
+use zrecord_loader::{Batch, Loader, LoaderBuilder, Mode};
 use zsampler::Sampler;
 
 use super::rss::{self, Monitor};
@@ -140,18 +140,14 @@ pub fn run(config: &ChildConfig) -> super::Result<ChildResult> {
     Ok(result)
 }
 
-/// Samples and gathers on the calling thread (zrecord's gather uses every
-/// core for a batch this size), as a program without a loader would.
-fn bare_loop(
+/// Runs `work(step)` for the warm-up and the timed steps on the calling
+/// thread, sleeping after each as the consumer; the time inside `work` is
+/// the gather time.
+fn bare_steps(
     config: &ChildConfig,
-    images: &DenseStore<u8>,
-    labels: &DenseStore<i64>,
     sleep: Duration,
+    mut work: impl FnMut(u64) -> super::Result<()>,
 ) -> super::Result<ChildResult> {
-    let sampler = sampler(images.len())?;
-    let mut indices = vec![0u64; BATCH as usize];
-    let mut image_buf = vec![0u8; BATCH as usize * images.record_len()];
-    let mut label_buf = vec![0i64; BATCH as usize];
     let mut gather = Duration::ZERO;
     let mut start = Instant::now();
     for step in 0..config.warmup + config.steps {
@@ -160,12 +156,8 @@ fn bare_loop(
             gather = Duration::ZERO;
         }
         let t = Instant::now();
-        sampler.fill_batch(step, &mut indices);
-        images.gather_into(&indices, &mut image_buf)?;
-        labels.gather_into(&indices, &mut label_buf)?;
+        work(step)?;
         gather += t.elapsed();
-        check_labels(&label_buf, &indices)?;
-        std::hint::black_box(&image_buf);
         if !sleep.is_zero() {
             std::thread::sleep(sleep);
         }
@@ -177,6 +169,89 @@ fn bare_loop(
         batches_per_s: config.steps as f64 / wall_s,
         gather_s: gather.as_secs_f64(),
         ..ChildResult::default()
+    })
+}
+
+/// Builds the loader of `streams` (the workload's sampler, `workers`
+/// workers) and takes the warm-up and the timed steps' batches from it,
+/// calling `consume(step, batch)` on each and sleeping after it as the
+/// consumer.
+fn loader_steps(
+    config: &ChildConfig,
+    streams: LoaderBuilder<Batch>,
+    workers: usize,
+    sleep: Duration,
+    mut consume: impl FnMut(u64, &Batch) -> super::Result<()>,
+) -> super::Result<ChildResult> {
+    let mut loader = streams
+        .mode(Mode::Cyclic)
+        .seed(SEED)
+        .workers(workers)
+        .prefetch(config.prefetch)
+        .build()?;
+    let counters = loader.counters();
+    let mut start = Instant::now();
+    let mut before = counters.snapshot();
+    for step in 0..config.warmup + config.steps {
+        if step == config.warmup {
+            start = Instant::now();
+            before = counters.snapshot();
+        }
+        let batch = loader.next_batch()?;
+        consume(step, &batch)?;
+        drop(batch);
+        if !sleep.is_zero() {
+            std::thread::sleep(sleep);
+        }
+    }
+    let wall_s = start.elapsed().as_secs_f64();
+    let after = counters.snapshot();
+    Ok(ChildResult {
+        steps: config.steps,
+        wall_s,
+        batches_per_s: config.steps as f64 / wall_s,
+        wait_s: (after.consumer_wait - before.consumer_wait).as_secs_f64(),
+        gather_s: (after.gather_time - before.gather_time).as_secs_f64(),
+        buffers_allocated: after.buffers_allocated,
+        ..ChildResult::default()
+    })
+}
+
+/// Fails unless the loader's batch `step` is the one a direct gather gave
+/// (`expected`: indices and digest of the first batches).
+fn check_batch(
+    step: u64,
+    expected: &[(Vec<u64>, String)],
+    indices: &[u64],
+    digest: impl FnOnce() -> Option<String>,
+) -> super::Result<()> {
+    match expected.get(step as usize) {
+        Some((want, sum)) if indices != &want[..] || digest().as_ref() != Some(sum) => {
+            Err(format!("the loader's batch {step} differs from a direct gather").into())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Samples and gathers on the calling thread (zrecord's gather uses every
+/// core for batches of 1 MiB and more), as a program without a loader would.
+fn bare_loop(
+    config: &ChildConfig,
+    images: &DenseStore<u8>,
+    labels: &DenseStore<i64>,
+    sleep: Duration,
+) -> super::Result<ChildResult> {
+    let sampler = sampler(images.len())?;
+    let mut indices = vec![0u64; BATCH as usize];
+    let mut image_buf = vec![0u8; BATCH as usize * images.record_len()];
+    let mut label_buf = vec![0i64; BATCH as usize];
+    bare_steps(config, sleep, |step| {
+        sampler.fill_batch(step, &mut indices);
+        images.gather_into(&indices, &mut image_buf)?;
+        labels.gather_into(&indices, &mut label_buf)?;
+        check_labels(&label_buf, &indices)?;
+        std::hint::black_box(&image_buf);
+        Ok(())
     })
 }
 
@@ -199,51 +274,21 @@ fn loader(
                 .map(|()| (indices, sha256_hex(&buf)))
         })
         .collect::<Result<_, _>>()?;
-    let mut loader = Loader::builder(BATCH)
+    let streams = Loader::builder(BATCH)
         .stream("image", images)
-        .stream("label", labels)
-        .mode(Mode::Cyclic)
-        .seed(SEED)
-        .workers(workers)
-        .prefetch(config.prefetch)
-        .build()?;
-    let counters = loader.counters();
-    let mut start = Instant::now();
-    let mut before = counters.snapshot();
-    for step in 0..config.warmup + config.steps {
-        if step == config.warmup {
-            start = Instant::now();
-            before = counters.snapshot();
-        }
-        let batch = loader.next_batch()?;
+        .stream("label", labels);
+    loader_steps(config, streams, workers, sleep, |step, batch| {
         let image = batch.dense::<u8>("image")?;
         let label = batch.dense::<i64>("label")?;
-        let label = label.as_slice().ok_or("labels not contiguous")?;
-        check_labels(label, batch.indices())?;
-        if let Some((indices, digest)) = expected.get(step as usize) {
-            let got = image.as_slice().map(sha256_hex);
-            if batch.indices() != &indices[..] || got.as_ref() != Some(digest) {
-                return Err(
-                    format!("the loader's batch {step} differs from a direct gather").into(),
-                );
-            }
-        }
+        check_labels(
+            label.as_slice().ok_or("labels not contiguous")?,
+            batch.indices(),
+        )?;
+        check_batch(step, &expected, batch.indices(), || {
+            image.as_slice().map(sha256_hex)
+        })?;
         std::hint::black_box(&image);
-        drop(batch);
-        if !sleep.is_zero() {
-            std::thread::sleep(sleep);
-        }
-    }
-    let wall_s = start.elapsed().as_secs_f64();
-    let after = counters.snapshot();
-    Ok(ChildResult {
-        steps: config.steps,
-        wall_s,
-        batches_per_s: config.steps as f64 / wall_s,
-        wait_s: (after.consumer_wait - before.consumer_wait).as_secs_f64(),
-        gather_s: (after.gather_time - before.gather_time).as_secs_f64(),
-        buffers_allocated: after.buffers_allocated,
-        ..ChildResult::default()
+        Ok(())
     })
 }
 
@@ -273,30 +318,11 @@ fn bare_token_loop(
     let padding = Padding::new(0i32);
     let mut indices = vec![0u64; BATCH as usize];
     let mut batch = RaggedBatch::<i32>::new();
-    let mut gather = Duration::ZERO;
-    let mut start = Instant::now();
-    for step in 0..config.warmup + config.steps {
-        if step == config.warmup {
-            start = Instant::now();
-            gather = Duration::ZERO;
-        }
-        let t = Instant::now();
+    bare_steps(config, sleep, |step| {
         sampler.fill_batch(step, &mut indices);
         tokens.gather_into(&indices, &mut batch)?;
-        let padded = padding.pad(batch.values(), batch.layout())?;
-        gather += t.elapsed();
-        std::hint::black_box(&padded);
-        if !sleep.is_zero() {
-            std::thread::sleep(sleep);
-        }
-    }
-    let wall_s = start.elapsed().as_secs_f64();
-    Ok(ChildResult {
-        steps: config.steps,
-        wall_s,
-        batches_per_s: config.steps as f64 / wall_s,
-        gather_s: gather.as_secs_f64(),
-        ..ChildResult::default()
+        std::hint::black_box(padding.pad(batch.values(), batch.layout())?);
+        Ok(())
     })
 }
 
@@ -317,44 +343,14 @@ fn token_loader(
             Ok((indices, padded_digest(&padded)))
         })
         .collect::<super::Result<_>>()?;
-    let mut loader = Loader::builder(BATCH)
-        .stream("tokens", tokens)
-        .mode(Mode::Cyclic)
-        .seed(SEED)
-        .workers(workers)
-        .prefetch(config.prefetch)
-        .build()?;
-    let counters = loader.counters();
-    let mut start = Instant::now();
-    let mut before = counters.snapshot();
-    for step in 0..config.warmup + config.steps {
-        if step == config.warmup {
-            start = Instant::now();
-            before = counters.snapshot();
-        }
-        let batch = loader.next_batch()?;
+    let streams = Loader::builder(BATCH).stream("tokens", tokens);
+    loader_steps(config, streams, workers, sleep, |step, batch| {
         let padded = batch.padded::<i32>("tokens", 0)?;
-        if let Some((indices, digest)) = expected.get(step as usize)
-            && (batch.indices() != &indices[..] || &padded_digest(&padded) != digest)
-        {
-            return Err(format!("the loader's batch {step} differs from a direct gather").into());
-        }
+        check_batch(step, &expected, batch.indices(), || {
+            Some(padded_digest(&padded))
+        })?;
         std::hint::black_box(&padded);
-        drop(batch);
-        if !sleep.is_zero() {
-            std::thread::sleep(sleep);
-        }
-    }
-    let wall_s = start.elapsed().as_secs_f64();
-    let after = counters.snapshot();
-    Ok(ChildResult {
-        steps: config.steps,
-        wall_s,
-        batches_per_s: config.steps as f64 / wall_s,
-        wait_s: (after.consumer_wait - before.consumer_wait).as_secs_f64(),
-        gather_s: (after.gather_time - before.gather_time).as_secs_f64(),
-        buffers_allocated: after.buffers_allocated,
-        ..ChildResult::default()
+        Ok(())
     })
 }
 
