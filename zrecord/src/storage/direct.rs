@@ -426,7 +426,7 @@ mod tests {
     /// every buffer.
     fn check(read: impl Fn(&Source<'_>, &mut [Run<'_, '_>]) -> Result<()>) {
         let (file, bytes, spans) = fixture();
-        let uncached = uncached(file.path());
+        let uncached = crate::storage::disk::open_uncached(file.path(), file.as_file());
         if uncached.is_none() {
             eprintln!("O_DIRECT is refused here: only ordinary reads are checked");
         }
@@ -458,15 +458,6 @@ mod tests {
             let mut runs = merge(&mut reads, uncached.is_some());
             assert!(read(&source, &mut runs).is_err());
         }
-    }
-
-    fn uncached(path: &Path) -> Option<File> {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(path)
-            .ok()
     }
 
     #[test]

@@ -145,7 +145,10 @@ impl StorageFile for DiskFile {
 
     fn advise_random(&self) {
         advise_random(&self.file);
-        if let Some(uncached) = open_uncached(&self.path, &self.file) {
+        if let Some(uncached) = o_direct_requested()
+            .then(|| open_uncached(&self.path, &self.file))
+            .flatten()
+        {
             let _ = self.uncached.set(uncached);
         }
     }
@@ -207,20 +210,21 @@ fn advise_random(file: &File) {
     let _ = file;
 }
 
+/// Whether the environment asks for `O_DIRECT` reads (`ZRECORD_O_DIRECT=1`).
+/// Off by default: on the virtual disk this was measured on, cached reads
+/// with readahead off were faster (paired runs: 1.1–1.9× on cold 784-byte
+/// records), and the page cache they fill is reclaimable.
+fn o_direct_requested() -> bool {
+    std::env::var_os("ZRECORD_O_DIRECT").is_some_and(|v| v == "1")
+}
+
 /// `file` (at `path`) opened again with `O_DIRECT`, so its reads skip the
-/// page cache, where the environment asks for it (`ZRECORD_O_DIRECT=1`):
-/// `None` without, where the file system refuses (tmpfs), or where `path`
-/// no longer names the same file. Off by default: on the virtual disk this
-/// was measured on, cached reads with readahead off were faster (paired
-/// runs: 1.1–1.9× on cold 784-byte records), and the page cache they fill
-/// is reclaimable.
-fn open_uncached(path: &Path, file: &File) -> Option<File> {
+/// page cache: `None` where the file system refuses (tmpfs), where `path`
+/// no longer names the same file, or off Linux.
+pub(crate) fn open_uncached(path: &Path, file: &File) -> Option<File> {
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::fs::MetadataExt;
-        if std::env::var_os("ZRECORD_O_DIRECT").is_none_or(|v| v != "1") {
-            return None;
-        }
         let uncached = OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_DIRECT | libc::O_NOFOLLOW | libc::O_NONBLOCK)
