@@ -9,9 +9,8 @@
 //! pages count as file-backed resident memory; the table shows that part
 //! apart, and the bound counts it with the store handles.
 
-use std::process::{Command, Stdio};
-
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use zrecord::{Codec, DenseStore, RaggedStore};
 
@@ -301,11 +300,11 @@ fn tabulate(runs: &[Run], reps: usize, report: &mut Report) -> (Table, Vec<Targe
             data_sets.push(&run.data);
         }
     }
-    for codec in data_sets {
+    for data in data_sets {
         // One row per label: the alternating repetitions of the bare loop and
         // the default loader are summarised by their median rate.
         let mut labels: Vec<&str> = Vec::new();
-        for run in runs.iter().filter(|r| r.data == codec) {
+        for run in runs.iter().filter(|r| r.data == data) {
             if !labels.contains(&run.label.as_str()) {
                 labels.push(&run.label);
             }
@@ -313,7 +312,7 @@ fn tabulate(runs: &[Run], reps: usize, report: &mut Report) -> (Table, Vec<Targe
         let rate_of = |label: &str| {
             let rates: Vec<f64> = runs
                 .iter()
-                .filter(|r| r.data == codec && r.label == label)
+                .filter(|r| r.data == data && r.label == label)
                 .map(|r| r.result.batches_per_s)
                 .collect();
             median(&rates)
@@ -321,7 +320,7 @@ fn tabulate(runs: &[Run], reps: usize, report: &mut Report) -> (Table, Vec<Targe
         let bare_rate = rate_of(labels[0]);
         let default_rate = rate_of(labels[1]);
         for label in &labels {
-            let Some(run) = runs.iter().find(|r| r.data == codec && r.label == *label) else {
+            let Some(run) = runs.iter().find(|r| r.data == data && r.label == *label) else {
                 continue;
             };
             let (r, loader) = (&run.result, run.workers.is_some());
@@ -332,7 +331,7 @@ fn tabulate(runs: &[Run], reps: usize, report: &mut Report) -> (Table, Vec<Targe
             let batches = ((PREFETCH + 2) as u64 * run.batch_bytes) as f64;
             let bound = kib(r.rss_open_kib) + maps + batches + 100.0 * MIB;
             let within = peak <= bound;
-            let sys = format!("{codec}: {label}");
+            let sys = format!("{data}: {label}");
             let wait = if loader { wait_share } else { f64::NAN };
             for (metric, value, unit) in [
                 ("batches_s", rate, "1/s"),
@@ -347,7 +346,7 @@ fn tabulate(runs: &[Run], reps: usize, report: &mut Report) -> (Table, Vec<Targe
             }
             let (dash, mib) = (|| "—".to_string(), |b: f64| format!("{:.0} MiB", b / MIB));
             table.row(vec![
-                codec.into(),
+                data.into(),
                 if loader {
                     format!("**{label}**")
                 } else {
@@ -373,7 +372,7 @@ fn tabulate(runs: &[Run], reps: usize, report: &mut Report) -> (Table, Vec<Targe
                 let measured = format!("{:.0} MiB of {:.0} MiB", peak / MIB, bound / MIB);
                 let goal = "≤ store handles + (prefetch + 2) × batch bytes + 100 MiB";
                 targets.push(target(
-                    format!("(e) {codec}, {label}: peak RSS"),
+                    format!("(e) {data}, {label}: peak RSS"),
                     goal,
                     measured,
                     within,
@@ -382,7 +381,7 @@ fn tabulate(runs: &[Run], reps: usize, report: &mut Report) -> (Table, Vec<Targe
             if run.consumer_sleeps {
                 targets.push(target(
                     format!(
-                        "(e) {codec}: consumer wait when the consumer spends 1.5× the gather time"
+                        "(e) {data}: consumer wait when the consumer spends 1.5× the gather time"
                     ),
                     "≤ 5 % of wall time",
                     format!("{:.1} %", 100.0 * wait_share),
@@ -392,19 +391,19 @@ fn tabulate(runs: &[Run], reps: usize, report: &mut Report) -> (Table, Vec<Targe
         }
         let ratio = default_rate / bare_rate;
         targets.push(target(
-            format!("(e) {codec}: loader ({DEFAULT_WORKERS} workers) / bare loop"),
+            format!("(e) {data}: loader ({DEFAULT_WORKERS} workers) / bare loop"),
             "≥ 0.9×",
             format!("{ratio:.2}× ({default_rate:.1} vs {bare_rate:.1} batches/s)"),
             ratio >= 0.9,
         ));
         // The figures a Python loader was quoted at for workload (a).
-        let (python, name) = match codec {
+        let (python, name) = match data {
             "(a) raw" => (191.0, "191"),
             "(a) zstd" => (17.0, "17 (two threads; 9.7 default)"),
             _ => continue,
         };
         targets.push(target(
-            format!("(e) {codec}: beat the Python reference"),
+            format!("(e) {data}: beat the Python reference"),
             &format!("> {name} batches/s (the Python loader's quoted figure, not re-measured)"),
             format!("{default_rate:.1} batches/s"),
             default_rate > python,
