@@ -1,0 +1,50 @@
+//! zrecord stores in object storage — S3 and S3-compatible servers, GCS,
+//! Azure, plain HTTP, local files — read through a bounded on-disk cache
+//! that the processes of one node share.
+//!
+//! A [`Remote`] is a store folder in object storage as zrecord's storage
+//! seam sees it: open stores in it with `open_in`, read-only, and gather
+//! as from a local store. Reads are ranged GETs, near ones of a batch
+//! merged into one request, many in flight, each retried with backoff on
+//! 5xx answers, throttling, dropped connections, short bodies and
+//! timeouts, and bounded by a deadline: a read that cannot succeed fails
+//! with an [`Error`] naming the object and the byte range, never hangs.
+//!
+//! With a cache ([`RemoteOptions::cache`]), fetched blocks are kept in a
+//! folder you name, bounded by bytes; eight ranks of one node reading one
+//! dataset download each block once, and eviction keeps the least recently
+//! used blocks. Locks are the operating system's: a killed process leaves
+//! none behind.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use zrecord::{DynDenseStore, OpenOptions};
+//! use zrecord_remote::{Remote, RemoteOptions};
+//!
+//! // Credentials and endpoint come from the environment (AWS_ACCESS_KEY_ID, …).
+//! let options = RemoteOptions::new().cache("/mnt/nvme/zrecord-cache", 100 << 30);
+//! let remote = Arc::new(Remote::open("s3://datasets/mnist/train/images", options)?);
+//! let images = DynDenseStore::open_in(remote.clone(), OpenOptions::new().read_only(true))?
+//!     .typed::<u8>()?;
+//! let batch = images.gather(&[3, 1, 4, 1, 5])?;
+//! assert_eq!(batch.len(), 5 * 784);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The crate's features choose the backends: `aws` (default), `gcp`,
+//! `azure`, `http`; `file://` URLs always work.
+
+mod cache;
+mod error;
+mod fetch;
+mod lock;
+mod options;
+mod ranges;
+mod remote;
+mod runtime;
+mod stats;
+
+pub use error::{Error, Result};
+pub use options::RemoteOptions;
+pub use remote::Remote;
+pub use stats::CacheStats;

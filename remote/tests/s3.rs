@@ -1,0 +1,215 @@
+//! Stores read from an S3-compatible server on loopback, through a proxy
+//! that spoils requests: the bytes are the local store's, retries mend what
+//! they can, and what they cannot fails fast with the object and range named.
+
+mod support;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use support::proxy::{Fault, Proxy};
+use zrecord::{Codec, DenseStore, DynDenseStore, DynRaggedStore, OpenOptions, RaggedStore};
+use zrecord_remote::{Remote, RemoteOptions};
+
+const RECORDS: u64 = 3_000;
+
+/// A dense store of `RECORDS` 100-byte records (zstd) and a ragged one of
+/// `i32` sequences, written under `dir`.
+fn write_stores(dir: &Path) {
+    let dense = DenseStore::<u8>::create(dir.join("dense"), &[100], Codec::Zstd).unwrap();
+    let bytes: Vec<u8> = (0..RECORDS * 100).map(|i| (i * 7 % 251) as u8).collect();
+    dense.append(&bytes).unwrap();
+    let ragged = RaggedStore::<i32>::create(dir.join("ragged"), Codec::Raw).unwrap();
+    let seqs: Vec<Vec<i32>> = (0..RECORDS as i32)
+        .map(|i| (0..i % 37).map(|k| i * 100 + k).collect())
+        .collect();
+    ragged.append_slices(&seqs).unwrap();
+}
+
+/// Uploads both stores to a new bucket; returns the bucket.
+fn upload_stores(endpoint: &str, dir: &Path) -> String {
+    let bucket = support::bucket(endpoint, "zr");
+    support::upload(endpoint, &bucket, "sets/dense", &dir.join("dense"));
+    support::upload(endpoint, &bucket, "sets/ragged", &dir.join("ragged"));
+    bucket
+}
+
+fn open_dense(url: &str, options: RemoteOptions) -> (Arc<Remote>, DenseStore<u8>) {
+    let remote = Arc::new(Remote::open(url, options).unwrap());
+    let store = DynDenseStore::open_in(remote.clone(), OpenOptions::new().read_only(true))
+        .unwrap()
+        .typed::<u8>()
+        .unwrap();
+    (remote, store)
+}
+
+fn indices() -> Vec<u64> {
+    (0..256u64).map(|i| i * 2_654_435_761 % RECORDS).collect()
+}
+
+/// The `zrecord_remote::Error` inside a store error, if any.
+fn remote_error(e: &zrecord::Error) -> Option<&zrecord_remote::Error> {
+    match e {
+        zrecord::Error::Io { source, .. } => source.get_ref()?.downcast_ref(),
+        _ => None,
+    }
+}
+
+#[test]
+fn remote_gathers_equal_local_ones_with_and_without_a_cache() {
+    let endpoint = server_or_skip!();
+    let dir = tempfile::tempdir().unwrap();
+    write_stores(dir.path());
+    let bucket = upload_stores(endpoint, dir.path());
+    let local = DenseStore::<u8>::open_read_only(dir.path().join("dense")).unwrap();
+    let local_ragged = RaggedStore::<i32>::open_read_only(dir.path().join("ragged")).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let with_cache = || {
+        support::s3_options(endpoint)
+            .cache(cache.path(), 64 << 20)
+            .block_bytes(64 << 10)
+    };
+    for options in [support::s3_options(endpoint), with_cache(), with_cache()] {
+        let (remote, dense) = open_dense(&format!("s3://{bucket}/sets/dense"), options.clone());
+        assert_eq!(dense.len(), RECORDS);
+        assert_eq!(
+            dense.gather(&indices()).unwrap(),
+            local.gather(&indices()).unwrap()
+        );
+
+        let ragged_remote =
+            Arc::new(Remote::open(&format!("s3://{bucket}/sets/ragged"), options).unwrap());
+        let ragged = DynRaggedStore::open_in(ragged_remote, OpenOptions::new().read_only(true))
+            .unwrap()
+            .typed::<i32>()
+            .unwrap();
+        assert_eq!(
+            ragged.gather(&indices()).unwrap(),
+            local_ragged.gather(&indices()).unwrap()
+        );
+        eprintln!("{:?}", remote.stats());
+    }
+    // The third open found every block the second fetched.
+    let (remote, dense) = open_dense(&format!("s3://{bucket}/sets/dense"), with_cache());
+    dense.gather(&indices()).unwrap();
+    let stats = remote.stats();
+    assert_eq!((stats.misses, stats.requests), (0, 0), "{stats:?}");
+    assert!(stats.hits > 0);
+}
+
+#[test]
+fn writes_are_refused_and_a_missing_folder_is_not_a_store() {
+    let endpoint = server_or_skip!();
+    let dir = tempfile::tempdir().unwrap();
+    write_stores(dir.path());
+    let bucket = upload_stores(endpoint, dir.path());
+    let remote = Arc::new(
+        Remote::open(
+            &format!("s3://{bucket}/sets/dense"),
+            support::s3_options(endpoint),
+        )
+        .unwrap(),
+    );
+    let writable = DynDenseStore::open_in(remote, OpenOptions::new()).err();
+    assert!(
+        matches!(writable, Some(zrecord::Error::ReadOnly { .. })),
+        "{writable:?}"
+    );
+
+    let missing = Arc::new(
+        Remote::open(
+            &format!("s3://{bucket}/sets/nothing"),
+            support::s3_options(endpoint),
+        )
+        .unwrap(),
+    );
+    let open = DynDenseStore::open_in(missing, OpenOptions::new().read_only(true)).err();
+    assert!(
+        matches!(open, Some(zrecord::Error::NotAStore { .. })),
+        "{open:?}"
+    );
+}
+
+#[test]
+fn retries_mend_unavailable_dropped_and_truncated_answers() {
+    let endpoint = server_or_skip!();
+    let dir = tempfile::tempdir().unwrap();
+    write_stores(dir.path());
+    let bucket = upload_stores(endpoint, dir.path());
+    let local = DenseStore::<u8>::open_read_only(dir.path().join("dense")).unwrap();
+    let proxy = Proxy::start(endpoint);
+    let options = support::s3_options(&proxy.endpoint)
+        .retries(5, Duration::from_millis(10))
+        .attempt_timeout(Duration::from_secs(5));
+    let (remote, dense) = open_dense(&format!("s3://{bucket}/sets/dense"), options);
+    proxy.then(&[
+        Fault::Unavailable,
+        Fault::Unavailable,
+        Fault::Drop,
+        Fault::Truncate,
+    ]);
+    assert_eq!(
+        dense.gather(&indices()).unwrap(),
+        local.gather(&indices()).unwrap()
+    );
+    assert_eq!(proxy.applied(), 4);
+    assert!(remote.stats().retries >= 4, "{:?}", remote.stats());
+}
+
+#[test]
+fn a_read_that_cannot_succeed_fails_fast_naming_object_and_range() {
+    let endpoint = server_or_skip!();
+    let dir = tempfile::tempdir().unwrap();
+    write_stores(dir.path());
+    let bucket = upload_stores(endpoint, dir.path());
+    let proxy = Proxy::start(endpoint);
+    let url = format!("s3://{bucket}/sets/dense");
+
+    // Every answer a 503: the retries run out.
+    let options = support::s3_options(&proxy.endpoint).retries(2, Duration::from_millis(10));
+    let (_, dense) = open_dense(&url, options);
+    proxy.always(Some(Fault::Unavailable));
+    let started = Instant::now();
+    let error = dense.gather(&[5, 6]).unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let inner = remote_error(&error).unwrap_or_else(|| panic!("{error:?}"));
+    match inner {
+        zrecord_remote::Error::Fetch {
+            object,
+            range,
+            attempts,
+            ..
+        } => {
+            assert!(object.starts_with(&url), "{object}");
+            assert!(range.end > range.start);
+            assert_eq!(*attempts, 3);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(inner.to_string().contains("bytes"), "{inner}");
+
+    // Every answer stalls: each attempt is abandoned, the deadline ends it.
+    proxy.always(None);
+    let options = support::s3_options(&proxy.endpoint)
+        .retries(100, Duration::from_millis(10))
+        .attempt_timeout(Duration::from_millis(200))
+        .deadline(Duration::from_secs(1));
+    let (_, dense) = open_dense(&url, options);
+    proxy.always(Some(Fault::Stall(Duration::from_secs(30))));
+    let started = Instant::now();
+    let error = dense.gather(&[7]).unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        matches!(
+            remote_error(&error),
+            Some(zrecord_remote::Error::Deadline { .. })
+        ),
+        "{error:?}"
+    );
+    proxy.always(None);
+}
