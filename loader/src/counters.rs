@@ -21,6 +21,10 @@ pub struct Counters {
     pub(crate) transform_ns: AtomicU64,
     pub(crate) wait_ns: AtomicU64,
     pub(crate) buffers_allocated: AtomicU64,
+    pub(crate) cache_hits: AtomicU64,
+    pub(crate) cache_misses: AtomicU64,
+    pub(crate) fetched_bytes: AtomicU64,
+    pub(crate) evicted_bytes: AtomicU64,
 }
 
 /// The counters at one moment.
@@ -52,6 +56,14 @@ pub struct CounterSnapshot {
     pub consumer_wait: Duration,
     /// Stream buffers allocated rather than recycled.
     pub buffers_allocated: u64,
+    /// Stores in object storage: blocks the gathers found in the local cache.
+    pub cache_hits: u64,
+    /// Blocks they fetched from object storage.
+    pub cache_misses: u64,
+    /// Bytes they fetched from object storage.
+    pub fetched_bytes: u64,
+    /// Bytes evicted from the local cache to make room for them.
+    pub evicted_bytes: u64,
 }
 
 impl Counters {
@@ -69,6 +81,10 @@ impl Counters {
             transform_time: Duration::from_nanos(get(&self.transform_ns)),
             consumer_wait: Duration::from_nanos(get(&self.wait_ns)),
             buffers_allocated: get(&self.buffers_allocated),
+            cache_hits: get(&self.cache_hits),
+            cache_misses: get(&self.cache_misses),
+            fetched_bytes: get(&self.fetched_bytes),
+            evicted_bytes: get(&self.evicted_bytes),
         }
     }
 

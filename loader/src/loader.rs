@@ -357,6 +357,15 @@ impl<T> Job<T> {
             .disk_bytes
             .fetch_add(io.bytes, Ordering::Relaxed);
         Counters::add_time(&self.counters.io_wait_ns, io.wait);
+        let c = &self.counters;
+        for (counter, n) in [
+            (&c.cache_hits, io.cache_hits),
+            (&c.cache_misses, io.cache_misses),
+            (&c.fetched_bytes, io.fetched_bytes),
+            (&c.evicted_bytes, io.evicted_bytes),
+        ] {
+            counter.fetch_add(n, Ordering::Relaxed);
+        }
         let batch = Batch {
             step,
             indices,

@@ -31,6 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
+use zrecord::storage::CacheWork;
 
 use crate::lock::try_lock_byte;
 use crate::stats::Stats;
@@ -137,7 +138,8 @@ impl Cache {
         object: Object,
         reads: &mut [(u64, &mut [u8])],
         fetch: &Fetch<'_>,
-    ) -> Result<()> {
+    ) -> Result<CacheWork> {
+        let mut work = CacheWork::default();
         let mut blocks = BTreeSet::new();
         for (offset, buf) in reads.iter() {
             if !buf.is_empty() {
@@ -156,13 +158,12 @@ impl Cache {
             }
         }
         if !missing.is_empty() {
-            self.fill(object, missing, &mut have, fetch)?;
+            self.fill(object, missing, &mut have, fetch, &mut work)?;
         }
-        let hits = have
+        work.hits = have
             .values()
             .filter(|s| matches!(s, Source::File(_)))
-            .count();
-        self.stats.add(&self.stats.hits, hits as u64);
+            .count() as u64;
         for (offset, buf) in reads.iter_mut() {
             let mut pos = *offset;
             let mut done = 0;
@@ -192,7 +193,7 @@ impl Cache {
                 let _ = file.set_modified(now);
             }
         }
-        Ok(())
+        Ok(work)
     }
 
     /// Gets the `missing` blocks into `have`: fetched here (and cached)
@@ -203,6 +204,7 @@ impl Cache {
         missing: Vec<u64>,
         have: &mut HashMap<u64, Source>,
         fetch: &Fetch<'_>,
+        work: &mut CacheWork,
     ) -> Result<()> {
         let mut theirs = Vec::new();
         {
@@ -217,7 +219,7 @@ impl Cache {
                     mine.push(b);
                 }
             }
-            self.fetch_blocks(object, &mine, true, have, fetch)?;
+            self.fetch_blocks(object, &mine, true, have, fetch, work)?;
             // Dropping `locks` tells waiting processes the blocks are there.
         }
         let deadline = Instant::now() + self.wait;
@@ -235,12 +237,12 @@ impl Cache {
                     waiting.push(b);
                 }
             }
-            self.fetch_blocks(object, &mine, true, have, fetch)?;
+            self.fetch_blocks(object, &mine, true, have, fetch, work)?;
             drop(locks);
             theirs = waiting;
             if !theirs.is_empty() {
                 if Instant::now() >= deadline {
-                    self.fetch_blocks(object, &theirs, false, have, fetch)?;
+                    self.fetch_blocks(object, &theirs, false, have, fetch, work)?;
                     break;
                 }
                 std::thread::sleep(POLL);
@@ -258,6 +260,7 @@ impl Cache {
         keep: bool,
         have: &mut HashMap<u64, Source>,
         fetch: &Fetch<'_>,
+        work: &mut CacheWork,
     ) -> Result<()> {
         if blocks.is_empty() {
             return Ok(());
@@ -282,8 +285,8 @@ impl Cache {
                 let from = ((b - run.start) * self.block) as usize;
                 let to = (from + self.block as usize).min(bytes.len());
                 let block = bytes.slice(from..to);
-                self.stats.add(&self.stats.misses, 1);
-                if !(keep && self.keeps_blocks() && self.store_block(object, b, &block)) {
+                work.misses += 1;
+                if !(keep && self.keeps_blocks() && self.store_block(object, b, &block, work)) {
                     self.stats.add(&self.stats.read_through, 1);
                 }
                 have.insert(b, Source::Memory(block));
@@ -295,8 +298,8 @@ impl Cache {
     /// Writes one block into the cache if room can be made; `false` when it
     /// was not kept (no room beside pinned stores, or the write failed —
     /// a cache that cannot write still serves reads).
-    fn store_block(&self, object: Object, b: u64, bytes: &[u8]) -> bool {
-        match self.reserve(bytes.len() as u64) {
+    fn store_block(&self, object: Object, b: u64, bytes: &[u8], work: &mut CacheWork) -> bool {
+        match self.reserve(bytes.len() as u64, work) {
             Ok(true) => {}
             Ok(false) | Err(_) => return false,
         }
@@ -319,7 +322,7 @@ impl Cache {
 
     /// Makes room for `bytes` more, evicting if the cache would exceed its
     /// limit; `false` when pinned blocks leave too little room.
-    fn reserve(&self, bytes: u64) -> Result<bool> {
+    fn reserve(&self, bytes: u64, work: &mut CacheWork) -> Result<bool> {
         let lock_path = self.root.join(LOCK);
         let lock = open_rw(&lock_path)?;
         lock.lock().map_err(Error::cache("lock", &lock_path))?;
@@ -334,7 +337,7 @@ impl Cache {
         if usage.saturating_add(bytes) > self.limit {
             // Evict to 90 % of the limit, so scans are rare.
             let target = (self.limit / 10 * 9).saturating_sub(bytes);
-            usage = self.evict(target)?;
+            usage = self.evict(target, work)?;
             if usage.saturating_add(bytes) > self.limit {
                 usage_file
                     .write_all_at(&usage.to_le_bytes(), 0)
@@ -352,7 +355,7 @@ impl Cache {
     /// cache holds at most `target` bytes (or only pinned blocks are
     /// left), and temporary files a killed download left; returns what the
     /// cache holds then. The caller holds the cache lock.
-    fn evict(&self, target: u64) -> Result<u64> {
+    fn evict(&self, target: u64, work: &mut CacheWork) -> Result<u64> {
         let stale_after = (self.wait * 2).max(Duration::from_secs(60));
         let now = SystemTime::now();
         let mut total = 0u64;
@@ -389,7 +392,7 @@ impl Cache {
             }
             if fs::remove_file(&path).is_ok() {
                 total -= len;
-                self.stats.add(&self.stats.bytes_evicted, len);
+                work.evicted_bytes += len;
             }
         }
         Ok(total)

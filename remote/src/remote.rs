@@ -1,6 +1,7 @@
 //! [`Remote`]: a store folder in object storage, as zrecord's storage seam
 //! sees it — read-only, its objects listed once when it is opened.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use std::sync::Arc;
 use futures::TryStreamExt;
 use object_store::ObjectStore;
 use object_store::path::Path as ObjectPath;
-use zrecord::storage::{Access, Io, Storage, StorageFile};
+use zrecord::storage::{Access, CacheWork, Io, IoStats, Storage, StorageFile};
 
 use crate::cache::{self, Cache, Object};
 use crate::fetch::Fetcher;
@@ -171,11 +172,23 @@ impl Inner {
                 });
             }
         }
-        let fetch = |ranges| self.fetcher.fetch(&info.path, &info.url, ranges);
-        match &self.cache {
-            Some(cache) if cache.keeps_blocks() => cache.read(info.object, reads, &fetch),
-            _ => self.read_direct(reads, &fetch),
-        }
+        let fetched = Cell::new(0u64);
+        let fetch = |ranges| {
+            let answers = self.fetcher.fetch(&info.path, &info.url, ranges)?;
+            fetched.set(fetched.get() + answers.iter().map(|b| b.len() as u64).sum::<u64>());
+            Ok(answers)
+        };
+        let mut work = match &self.cache {
+            Some(cache) if cache.keeps_blocks() => cache.read(info.object, reads, &fetch)?,
+            _ => {
+                self.read_direct(reads, &fetch)?;
+                CacheWork::default()
+            }
+        };
+        work.fetched_bytes = fetched.get();
+        self.fetcher.stats.record(&work);
+        IoStats::add_cache_work(work);
+        Ok(())
     }
 
     /// Fetches the reads themselves, near ones merged into one request.

@@ -19,6 +19,13 @@ impl Stats {
         counter.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// Adds one read's cache work (its fetched bytes are counted by the fetcher).
+    pub(crate) fn record(&self, work: &zrecord::storage::CacheWork) {
+        self.add(&self.hits, work.hits);
+        self.add(&self.misses, work.misses);
+        self.add(&self.bytes_evicted, work.evicted_bytes);
+    }
+
     pub(crate) fn snapshot(&self) -> CacheStats {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         CacheStats {

@@ -213,3 +213,77 @@ fn a_read_that_cannot_succeed_fails_fast_naming_object_and_range() {
     );
     proxy.always(None);
 }
+
+/// The child half of the test below: opens the store through a proxy with
+/// the cache folder given, then starts a gather whose every request stalls.
+#[test]
+fn child_stalled_download() {
+    let Ok(spec) = std::env::var("ZRECORD_REMOTE_STALL") else {
+        return;
+    };
+    let (url, cache) = spec.split_once('|').unwrap();
+    let proxy = Proxy::start(support::endpoint().unwrap());
+    let options = support::s3_options(&proxy.endpoint)
+        .cache(cache, 1 << 30)
+        .block_bytes(16 << 10);
+    let (_, dense) = open_dense(url, options);
+    proxy.always(Some(Fault::Stall(Duration::from_secs(600))));
+    println!("ready");
+    let _ = dense.gather(&indices());
+}
+
+#[test]
+fn a_killed_download_leaves_no_lock_behind() {
+    use std::io::BufRead;
+    let endpoint = server_or_skip!();
+    let dir = tempfile::tempdir().unwrap();
+    write_stores(dir.path());
+    let bucket = upload_stores(endpoint, dir.path());
+    let url = format!("s3://{bucket}/sets/dense");
+    let cache = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_stalled_download", "--nocapture"])
+        .env(
+            "ZRECORD_REMOTE_STALL",
+            format!("{url}|{}", cache.path().display()),
+        )
+        .env("ZRECORD_S3_ENDPOINT", endpoint)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    assert!(
+        lines.any(|l| l.is_ok_and(|l| l.contains("ready"))),
+        "the child did not start"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let options = |deadline| {
+        support::s3_options(endpoint)
+            .cache(cache.path(), 1 << 30)
+            .block_bytes(16 << 10)
+            .deadline(deadline)
+    };
+    let local = DenseStore::<u8>::open_read_only(dir.path().join("dense")).unwrap();
+
+    // While the child holds its download locks, a reader waits its
+    // deadline for them, then reads through.
+    let (remote, dense) = open_dense(&url, options(Duration::from_millis(500)));
+    assert_eq!(
+        dense.gather(&indices()).unwrap(),
+        local.gather(&indices()).unwrap()
+    );
+    assert!(remote.stats().read_through > 0, "{:?}", remote.stats());
+
+    // Killed, the child's locks are gone: the next reader fetches and keeps
+    // every block without waiting.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (remote, dense) = open_dense(&url, options(Duration::from_secs(60)));
+    let started = Instant::now();
+    assert_eq!(
+        dense.gather(&indices()).unwrap(),
+        local.gather(&indices()).unwrap()
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(remote.stats().read_through, 0, "{:?}", remote.stats());
+}

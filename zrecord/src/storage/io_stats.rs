@@ -38,11 +38,41 @@ pub struct IoStats {
     pub bytes: u64,
     /// Time the thread spent blocked in them.
     pub wait: Duration,
+    /// Blocks a caching backend (object storage) served from its cache.
+    pub cache_hits: u64,
+    /// Blocks it fetched from remote storage.
+    pub cache_misses: u64,
+    /// Bytes it fetched from remote storage.
+    pub fetched_bytes: u64,
+    /// Bytes it evicted from its cache to make room.
+    pub evicted_bytes: u64,
+}
+
+/// A caching backend's work for one read, added to the reading thread's
+/// [`IoStats`] with [`IoStats::add_cache_work`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheWork {
+    /// Blocks served from the cache.
+    pub hits: u64,
+    /// Blocks fetched from remote storage.
+    pub misses: u64,
+    /// Bytes fetched from remote storage.
+    pub fetched_bytes: u64,
+    /// Bytes evicted from the cache.
+    pub evicted_bytes: u64,
 }
 
 thread_local! {
     static THIS_THREAD: Cell<IoStats> = const {
-        Cell::new(IoStats { reads: 0, bytes: 0, wait: Duration::ZERO })
+        Cell::new(IoStats {
+            reads: 0,
+            bytes: 0,
+            wait: Duration::ZERO,
+            cache_hits: 0,
+            cache_misses: 0,
+            fetched_bytes: 0,
+            evicted_bytes: 0,
+        })
     };
 }
 
@@ -58,7 +88,26 @@ impl IoStats {
             reads: self.reads.saturating_sub(earlier.reads),
             bytes: self.bytes.saturating_sub(earlier.bytes),
             wait: self.wait.saturating_sub(earlier.wait),
+            cache_hits: self.cache_hits.saturating_sub(earlier.cache_hits),
+            cache_misses: self.cache_misses.saturating_sub(earlier.cache_misses),
+            fetched_bytes: self.fetched_bytes.saturating_sub(earlier.fetched_bytes),
+            evicted_bytes: self.evicted_bytes.saturating_sub(earlier.evicted_bytes),
         }
+    }
+
+    /// Adds a caching backend's work to the calling thread's totals. A
+    /// [`StorageFile`](super::StorageFile) that fetches from remote storage
+    /// calls it from the thread that asked for the read, so the gathers of
+    /// that thread — a loader's worker — are charged with it.
+    pub fn add_cache_work(work: CacheWork) {
+        THIS_THREAD.with(|stats| {
+            let mut s = stats.get();
+            s.cache_hits += work.hits;
+            s.cache_misses += work.misses;
+            s.fetched_bytes += work.fetched_bytes;
+            s.evicted_bytes += work.evicted_bytes;
+            stats.set(s);
+        });
     }
 }
 
@@ -91,5 +140,20 @@ mod tests {
         assert_eq!((d.reads, d.bytes), (4, 316));
         let other = std::thread::spawn(IoStats::this_thread).join().unwrap();
         assert_eq!((other.reads, other.bytes), (0, 0));
+
+        IoStats::add_cache_work(CacheWork {
+            hits: 2,
+            misses: 1,
+            fetched_bytes: 4096,
+            evicted_bytes: 512,
+        });
+        let d = IoStats::this_thread().since(&before);
+        let cache = (
+            d.cache_hits,
+            d.cache_misses,
+            d.fetched_bytes,
+            d.evicted_bytes,
+        );
+        assert_eq!(cache, (2, 1, 4096, 512));
     }
 }

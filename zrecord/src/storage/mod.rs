@@ -41,8 +41,8 @@ use std::sync::Arc;
 pub use disk::Disk;
 pub(crate) use disk::sync_dir;
 pub use faulty::{Fault, Faulty};
-pub use io_stats::IoStats;
 pub(crate) use io_stats::counted;
+pub use io_stats::{CacheWork, IoStats};
 pub use memory::{Crash, Memory};
 
 use crate::Result;
