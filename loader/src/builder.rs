@@ -87,12 +87,26 @@ impl<T: Send + 'static> LoaderBuilder<T> {
         self
     }
 
-    /// This process's `rank` among `world_size` data-parallel ranks: each
-    /// gets its contiguous slice of every global batch. `world_size` must
-    /// divide the batch size.
+    /// This process's `rank` among `world_size` data-parallel ranks: rank `r`
+    /// gets positions `⌊r·B/world⌋ .. ⌊(r+1)·B/world⌋` of every global batch
+    /// of `B`, so the ranks' batches together are the global batch for any
+    /// world size up to `B`. See also [`shard_from_env`](Self::shard_from_env).
     pub fn shard(mut self, rank: u64, world_size: u64) -> Self {
         self.config.shard = Some((rank, world_size));
         self
+    }
+
+    /// [`shard`](Self::shard) by the launcher's `RANK` and `WORLD_SIZE`
+    /// (see [`Launcher`](crate::Launcher)); unchanged when neither is set.
+    ///
+    /// # Errors
+    /// [`Error::Launcher`](crate::Error::Launcher) for a variable that is
+    /// set wrong or without its partner.
+    pub fn shard_from_env(self) -> Result<Self> {
+        Ok(match crate::Launcher::from_env()? {
+            Some(place) => self.shard(place.rank, place.world_size),
+            None => self,
+        })
     }
 
     /// Samples only these record indices (a train/validation split, a filter result).
@@ -151,7 +165,7 @@ impl<T: Send + 'static> LoaderBuilder<T> {
     /// [`NoStreams`], [`DuplicateStream`], [`LengthMismatch`] (naming both
     /// streams), [`SubsetOutOfRange`], [`Sampler`] for a bad sampling
     /// configuration (batch larger than the data for cyclic modes, a world
-    /// size that does not divide the batch, ...), [`StateMismatch`] for a
+    /// size larger than the batch, ...), [`StateMismatch`] for a
     /// state saved over other data, [`ShortLastBatchNeedsSequential`],
     /// [`Spawn`].
     ///

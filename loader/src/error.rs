@@ -158,6 +158,16 @@ pub enum Error {
     /// data, or a stream without tokens.
     #[error("packing: {0}")]
     Packing(String),
+
+    /// A launcher variable (`RANK`, `WORLD_SIZE`, `LOCAL_RANK`) is missing
+    /// or wrong.
+    #[error("launcher variable {variable}: {reason}")]
+    Launcher {
+        /// The variable.
+        variable: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 /// Shorthand for `Result<T, zrecord_loader::Error>`.

@@ -80,7 +80,7 @@ impl Passes {
             len: sampler.len(),
             global: sampler.global_batch_size(),
             local,
-            offset: sampler.rank() * local,
+            offset: sampler.local_offset(),
             steps,
         })
     }

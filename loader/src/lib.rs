@@ -41,6 +41,7 @@ mod config;
 mod counters;
 mod error;
 mod last_batch;
+mod launcher;
 mod loader;
 mod packing;
 mod pool;
@@ -54,6 +55,7 @@ pub use config::check_streams;
 pub use counters::{CounterSnapshot, Counters};
 pub use error::{Error, Result};
 pub use last_batch::LastBatch;
+pub use launcher::Launcher;
 pub use loader::{Loader, Steps};
 pub use packing::{
     Cursor, DEFAULT_WINDOW, Documents, PackedBatch, PackedLoader, PackedLoaderBuilder, PackedState,

@@ -11,8 +11,8 @@ use zsampler::SamplerState;
 ///
 /// Resume with [`LoaderBuilder::resume`](crate::LoaderBuilder::resume) over
 /// the same stores (the same data in the same order), with any worker count,
-/// and — with [`shard`](crate::LoaderBuilder::shard) — any world size that
-/// divides the global batch size.
+/// and — with [`shard`](crate::LoaderBuilder::shard) — any world size up to
+/// the global batch size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoaderState {
     /// The sampler's state; its `step` is the next step to deliver.

@@ -186,7 +186,7 @@ fn bad_configurations_are_errors() {
     assert!(matches!(big.err(), Some(Error::Sampler(_))));
     let shard = Loader::builder(30)
         .stream("a", streams.label.clone())
-        .shard(0, 7)
+        .shard(0, 31)
         .build();
     assert!(matches!(shard.err(), Some(Error::Sampler(_))));
     let subset = Loader::builder(2)

@@ -66,8 +66,9 @@ fn resume_on_another_world_size_gives_the_same_global_batches() {
     let dir = tempfile::tempdir().unwrap();
     let streams = common::streams(dir.path());
     let all = indices_from(&streams, None, (0, 1), 2, 100);
-    // Save at step 37 on world size 1 and on world size 2 (rank 1), resume on 1, 2 and 4.
-    for saved_world in [1u64, 2] {
+    // Save at step 37 on world sizes 1, 2 and 4 (the last rank), resume on
+    // sizes that divide the batch of 24 and sizes that do not (uneven slices).
+    for saved_world in [1u64, 2, 4] {
         let mut loader = Loader::builder(24)
             .stream("label", streams.label.clone())
             .seed(5)
@@ -77,7 +78,7 @@ fn resume_on_another_world_size_gives_the_same_global_batches() {
         loader.steps(37).for_each(|b| drop(b.unwrap()));
         let state = loader.state();
         drop(loader);
-        for world in [1u64, 2, 4] {
+        for world in [1u64, 2, 3, 4, 5, 7] {
             let ranks: Vec<Vec<Vec<u64>>> = (0..world)
                 .map(|rank| indices_from(&streams, Some(&state), (rank, world), 2, 63))
                 .collect();

@@ -53,13 +53,12 @@ pub enum Error {
         world_size: u64,
     },
 
-    /// The world size does not divide the global batch size, so the ranks'
-    /// slices could not all be equal.
+    /// More ranks than indices in a global batch: some ranks would get none.
     #[error(
-        "world size {world_size} does not divide the global batch size {batch_size}; \
-         choose a global batch size that is a multiple of every world size you plan to use"
+        "world size {world_size} exceeds the global batch size {batch_size}; \
+         every rank needs at least one index per step"
     )]
-    IndivisibleBatch {
+    WorldExceedsBatch {
         /// The global batch size.
         batch_size: u64,
         /// The world size.

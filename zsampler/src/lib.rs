@@ -59,10 +59,11 @@
 //!
 //! # Sharding
 //!
-//! Rank `r` of `w` gets positions `r·B/w .. (r+1)·B/w` of the global batch of
-//! each step. The global batch does not depend on `w`, so a run can stop on 8
-//! ranks and continue on 2 (or 16, or 1) and see the same batches — elastic
-//! determinism with no constraint other than `w` dividing `B`.
+//! Rank `r` of `w` gets positions `⌊r·B/w⌋ .. ⌊(r+1)·B/w⌋` of the global batch
+//! of each step: equal slices when `w` divides `B`, else slices one index
+//! apart. The global batch does not depend on `w`, so a run can stop on 8
+//! ranks and continue on 3 (or 16, or 1) and see the same batches — elastic
+//! determinism with no constraint other than `w ≤ B`.
 //!
 //! # Speed
 //!

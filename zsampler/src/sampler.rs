@@ -20,8 +20,9 @@ use crate::{CounterRng, Error, Mode, SamplerState};
 /// step concurrently from one sampler.
 ///
 /// With `world_size > 1`, rank `r` gets positions
-/// `r·batch/world .. (r+1)·batch/world` of the global batch of each step; the
-/// global batch does not depend on the world size.
+/// `⌊r·batch/world⌋ .. ⌊(r+1)·batch/world⌋` of the global batch of each step
+/// (equal slices when the world size divides the batch, else slices that
+/// differ by at most one); the global batch does not depend on the world size.
 ///
 /// As an [`Iterator`] it is endless: each `next()` yields the batch of the
 /// current [`step`](Sampler::step) and advances it by one.
@@ -174,11 +175,18 @@ impl Sampler {
         self.batch_size
     }
 
-    /// This rank's batch size: `global_batch_size / world_size`, the length of
-    /// every batch this sampler yields.
+    /// This rank's batch size: `⌊(rank+1)·B/world⌋ − ⌊rank·B/world⌋` of the
+    /// global batch size `B` (`B / world_size` when the world size divides
+    /// it), the length of every batch this sampler yields.
     #[must_use]
     pub const fn local_batch_size(&self) -> usize {
         self.local
+    }
+
+    /// Where this rank's slice starts in the global batch: `⌊rank·B/world⌋`.
+    #[must_use]
+    pub const fn local_offset(&self) -> u64 {
+        self.offset
     }
 
     /// This sampler's rank.
@@ -499,8 +507,10 @@ impl SamplerBuilder {
     }
 
     /// This process's `rank` among `world_size` data-parallel ranks (default
-    /// rank 0 of 1). `world_size` must divide the global batch size; rank `r`
-    /// gets positions `r·batch/world .. (r+1)·batch/world` of each global batch.
+    /// rank 0 of 1). Rank `r` gets positions `⌊r·B/world⌋ .. ⌊(r+1)·B/world⌋`
+    /// of each global batch of `B` indices, so the ranks' batches together are
+    /// the global batch whatever the world size; the world size may be at
+    /// most `B`.
     pub const fn shard(mut self, rank: u64, world_size: u64) -> Self {
         self.rank = rank;
         self.world_size = world_size;
@@ -524,7 +534,7 @@ impl SamplerBuilder {
     /// - [`Error::BatchExceedsLen`]: cyclic or block mode with a batch larger than `len`;
     /// - [`Error::ZeroBlockSize`], [`Error::ZeroWindowBlocks`]: block mode;
     /// - [`Error::ZeroWorldSize`], [`Error::RankOutOfRange`],
-    ///   [`Error::IndivisibleBatch`]: a bad [`shard`](Self::shard);
+    ///   [`Error::WorldExceedsBatch`]: a bad [`shard`](Self::shard);
     /// - [`Error::BatchTooLarge`]: the local batch cannot be allocated on this platform;
     /// - resumed builders: [`Error::UnsupportedStateVersion`],
     ///   [`Error::SubsetRequired`], [`Error::UnexpectedSubset`],
@@ -571,13 +581,18 @@ impl SamplerBuilder {
                 world_size: self.world_size,
             });
         }
-        if !batch_size.is_multiple_of(self.world_size) {
-            return Err(Error::IndivisibleBatch {
+        if self.world_size > batch_size {
+            return Err(Error::WorldExceedsBatch {
                 batch_size,
                 world_size: self.world_size,
             });
         }
-        let local = batch_size / self.world_size;
+        // ⌊r·B/w⌋ in 128 bits: the product can exceed u64; the quotient
+        // is at most B.
+        let bound =
+            |r: u64| (u128::from(r) * u128::from(batch_size) / u128::from(self.world_size)) as u64;
+        let offset = bound(self.rank);
+        let local = bound(self.rank + 1) - offset;
         // A `Vec<u64>` holds at most `isize::MAX` bytes.
         let max = isize::MAX as u64 / size_of::<u64>() as u64;
         let local_usize =
@@ -592,7 +607,7 @@ impl SamplerBuilder {
             len,
             batch_size,
             local: local_usize,
-            offset: self.rank * local,
+            offset,
             rank: self.rank,
             world_size: self.world_size,
             seed: self.seed,

@@ -113,19 +113,23 @@ fn bad_shards() {
         }
     );
     assert_eq!(
-        Sampler::builder(100, 8).shard(0, 3).build().unwrap_err(),
-        Error::IndivisibleBatch {
-            batch_size: 8,
-            world_size: 3
-        }
-    );
-    assert_eq!(
         Sampler::builder(100, 8).shard(0, 16).build().unwrap_err(),
-        Error::IndivisibleBatch {
+        Error::WorldExceedsBatch {
             batch_size: 8,
             world_size: 16
         }
     );
+    // A world size that does not divide the batch splits it unevenly.
+    let sizes: Vec<usize> = (0..3)
+        .map(|r| {
+            Sampler::builder(100, 8)
+                .shard(r, 3)
+                .build()
+                .unwrap()
+                .local_batch_size()
+        })
+        .collect();
+    assert_eq!(sizes, [2, 3, 3]);
     assert!(Sampler::builder(100, 8).shard(7, 8).build().is_ok());
 }
 
@@ -209,10 +213,10 @@ fn state_errors() {
 
 #[test]
 fn messages_name_the_values() {
-    let err = Sampler::builder(100, 10).shard(0, 3).build().unwrap_err();
+    let err = Sampler::builder(100, 10).shard(0, 11).build().unwrap_err();
     let text = err.to_string();
     assert!(
-        text.contains("world size 3") && text.contains("batch size 10"),
+        text.contains("world size 11") && text.contains("batch size 10"),
         "{text}"
     );
     let err = Sampler::builder(10, 11).build().unwrap_err();

@@ -135,8 +135,8 @@ impl StoreDataLoaderBuilder {
     /// [`Error::InvalidArgument`] for zero steps per epoch, and
     /// [`Error::Loader`] for whatever [`LoaderBuilder::build`] refuses: no
     /// streams, two of one name or of different lengths, a batch larger than
-    /// the data in a cyclic mode, a world size that does not divide the
-    /// batch, a subset out of range.
+    /// the data in a cyclic mode, a world size larger than the batch, a
+    /// subset out of range.
     pub fn build<O, F>(mut self, device: &Device, convert: F) -> Result<StoreDataLoader<O>>
     where
         O: Send + 'static,
