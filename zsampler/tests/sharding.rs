@@ -1,5 +1,6 @@
-//! Elastic sharding: for world sizes 1, 2, 4 and 8 the ranks' slices, in rank
-//! order, concatenate to the world-size-1 batch at every tested step.
+//! Elastic sharding: for world sizes that divide the batch (1, 2, 4, 8) and
+//! sizes that do not (3, 5, 7), the ranks' slices, in rank order,
+//! concatenate to the world-size-1 batch at every tested step.
 
 use proptest::prelude::*;
 use zsampler::{Mode, Sampler};
@@ -27,10 +28,12 @@ fn check(len: u64, batch: u64, seed: u64, mode: Mode, subset: Option<&[u64]>, st
         .unwrap()
     };
     let whole = builder(0, 1);
-    for world in [1, 2, 4, 8] {
+    for world in [1, 2, 3, 4, 5, 7, 8].into_iter().filter(|&w| w <= batch) {
         let ranks: Vec<Sampler> = (0..world).map(|r| builder(r, world)).collect();
-        for rank in &ranks {
-            assert_eq!(rank.local_batch_size() as u64, batch / world);
+        for (r, rank) in (0..).zip(&ranks) {
+            let (start, end) = (r * batch / world, (r + 1) * batch / world);
+            assert_eq!(rank.local_offset(), start);
+            assert_eq!(rank.local_batch_size() as u64, end - start);
             assert_eq!(rank.global_batch_size(), batch);
         }
         for &step in steps {
@@ -98,6 +101,17 @@ proptest! {
         step in 0u64..1 << 40,
     ) {
         let batch = per_rank * 8;
+        check(len, batch, seed, MODES[mode_index], None, &[step, step + 1]);
+    }
+
+    #[test]
+    fn any_batch_size_concatenates(
+        len in 64u64..100_000,
+        batch in 1u64..64,
+        seed: u64,
+        mode_index in 0usize..4,
+        step in 0u64..1 << 40,
+    ) {
         check(len, batch, seed, MODES[mode_index], None, &[step, step + 1]);
     }
 }
