@@ -27,6 +27,8 @@ struct Script {
     always: Option<Fault>,
     applied: usize,
     ranged_gets: usize,
+    /// Every ranged GET's path and `Range` header, in arrival order.
+    log: Vec<(String, String)>,
 }
 
 /// A running proxy; it serves until the test process ends.
@@ -72,6 +74,20 @@ impl Proxy {
     pub(crate) fn ranged_gets(&self) -> usize {
         self.script.lock().unwrap().ranged_gets
     }
+
+    /// Each ranged GET from the `from`-th on: the object's path (bucket
+    /// first) and the bytes asked for.
+    pub(crate) fn ranges_since(&self, from: usize) -> Vec<(String, std::ops::Range<u64>)> {
+        let script = self.script.lock().unwrap();
+        script.log[from.min(script.log.len())..]
+            .iter()
+            .filter_map(|(path, range)| {
+                let (start, end) = range.trim().strip_prefix("bytes=")?.split_once('-')?;
+                let range = start.parse().ok()?..end.parse::<u64>().ok()? + 1;
+                Some((path.clone(), range))
+            })
+            .collect()
+    }
 }
 
 fn serve(mut client: TcpStream, upstream: &str, script: &Mutex<Script>) {
@@ -79,13 +95,19 @@ fn serve(mut client: TcpStream, upstream: &str, script: &Mutex<Script>) {
         let Some((head, body)) = read_request(&mut client) else {
             return;
         };
-        let ranged_get = head.starts_with("GET ")
-            && head
-                .lines()
-                .any(|l| l.to_ascii_lowercase().starts_with("range:"));
+        let range = head.lines().find_map(|l| {
+            let (key, value) = l.split_once(':')?;
+            key.trim()
+                .eq_ignore_ascii_case("range")
+                .then(|| value.to_string())
+        });
+        let ranged_get = head.starts_with("GET ") && range.is_some();
         let fault = if ranged_get {
             let mut s = script.lock().unwrap();
             s.ranged_gets += 1;
+            let path = head.split_whitespace().nth(1).unwrap_or_default();
+            let path = path.split('?').next().unwrap_or_default().to_string();
+            s.log.push((path, range.unwrap_or_default()));
             let fault = s.next.pop_front().or(s.always);
             s.applied += usize::from(fault.is_some());
             fault
