@@ -82,7 +82,7 @@ fn main() {
         endpoint,
         &bucket,
         DENSE_A.name,
-        &DENSE_A.generate(200 / scale),
+        &DENSE_A.generate(100 / scale),
         DENSE_A.record_bytes(),
         16,
         8,
@@ -92,18 +92,18 @@ fn main() {
         endpoint,
         &bucket,
         DENSE_B.name,
-        &DENSE_B.generate(60_000 / scale),
+        &DENSE_B.generate(20_000 / scale),
         DENSE_B.record_bytes(),
         256,
-        16,
+        8,
     );
     let c = ragged(
         work.path(),
         endpoint,
         &bucket,
-        20_000 / scale as usize,
+        10_000 / scale as usize,
         64,
-        16,
+        8,
     );
 
     for w in [&a, &b, &c] {

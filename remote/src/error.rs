@@ -71,6 +71,27 @@ pub enum Error {
         len: u64,
     },
 
+    /// The folder holds a store's files but not its header `store.zr`,
+    /// which a push uploads last: the upload did not finish.
+    #[error(
+        "{url} is an incomplete upload: {objects} objects but no store.zr (a push sends it last); push again"
+    )]
+    Incomplete {
+        /// The store folder's URL.
+        url: String,
+        /// Objects found there.
+        objects: usize,
+    },
+
+    /// A push or pull cannot go on.
+    #[error("cannot copy {what}: {reason}")]
+    Transfer {
+        /// The local folder, URL or object.
+        what: String,
+        /// Why.
+        reason: String,
+    },
+
     /// The local cache folder could not be used.
     #[error("cache {path}: cannot {op}")]
     Cache {

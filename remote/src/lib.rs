@@ -31,6 +31,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! [`push`] uploads a local store (or a dataset's stores) with its header
+//! last, so an interrupted upload is never taken for a whole store; [`pull`]
+//! downloads one.
+//!
 //! The crate's features choose the backends: `aws` (default), `gcp`,
 //! `azure`, `http`; `file://` URLs always work.
 
@@ -43,8 +47,10 @@ mod ranges;
 mod remote;
 mod runtime;
 mod stats;
+mod transfer;
 
 pub use error::{Error, Result};
 pub use options::RemoteOptions;
 pub use remote::Remote;
 pub use stats::CacheStats;
+pub use transfer::{TransferReport, pull, push};

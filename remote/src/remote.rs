@@ -15,6 +15,7 @@ use crate::cache::{self, Cache, Object};
 use crate::fetch::Fetcher;
 use crate::ranges::merge;
 use crate::stats::Stats;
+use crate::transfer::HEADER;
 use crate::{CacheStats, Error, RemoteOptions, Result, runtime};
 
 /// A zrecord store folder in object storage, read through an optional
@@ -98,6 +99,12 @@ impl Remote {
             stats: Arc::clone(&stats),
         };
         let objects = list(&store, &prefix, &url)?;
+        if !objects.is_empty() && !objects.contains_key(HEADER) {
+            return Err(Error::Incomplete {
+                url,
+                objects: objects.len(),
+            });
+        }
         let mut cache = match &options.cache {
             Some(dir) => Some(Cache::open(
                 dir,
@@ -261,7 +268,7 @@ fn list(
 /// The object store and folder a URL names, configured from the
 /// environment and then `settings`, with this crate's retry policy in place
 /// of the backend's own.
-fn store_for_url(
+pub(crate) fn store_for_url(
     url: &str,
     settings: &[(String, String)],
 ) -> Result<(Arc<dyn ObjectStore>, String)> {

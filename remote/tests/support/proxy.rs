@@ -29,6 +29,9 @@ struct Script {
     ranged_gets: usize,
     /// Every ranged GET's path and `Range` header, in arrival order.
     log: Vec<(String, String)>,
+    /// Uploads (PUT and POST requests) let through before the rest are dropped.
+    uploads_allowed: Option<usize>,
+    uploads: usize,
 }
 
 /// A running proxy; it serves until the test process ends.
@@ -63,6 +66,13 @@ impl Proxy {
     /// Spoils every ranged GET once the queued faults are used (`None`: none).
     pub(crate) fn always(&self, fault: Option<Fault>) {
         self.script.lock().unwrap().always = fault;
+    }
+
+    /// Lets `n` more uploads (PUT and POST requests) through, then drops
+    /// every later one (`None`: no limit).
+    pub(crate) fn allow_uploads(&self, n: Option<usize>) {
+        let mut script = self.script.lock().unwrap();
+        script.uploads_allowed = n.map(|n| script.uploads + n);
     }
 
     /// Faults applied so far.
@@ -102,6 +112,13 @@ fn serve(mut client: TcpStream, upstream: &str, script: &Mutex<Script>) {
                 .then(|| value.to_string())
         });
         let ranged_get = head.starts_with("GET ") && range.is_some();
+        if head.starts_with("PUT ") || head.starts_with("POST ") {
+            let mut s = script.lock().unwrap();
+            s.uploads += 1;
+            if s.uploads_allowed.is_some_and(|allowed| s.uploads > allowed) {
+                return;
+            }
+        }
         let fault = if ranged_get {
             let mut s = script.lock().unwrap();
             s.ranged_gets += 1;
