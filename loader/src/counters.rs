@@ -66,6 +66,26 @@ pub struct CounterSnapshot {
     pub evicted_bytes: u64,
 }
 
+/// Sums two loaders' counters (the Burn data loader adds its epochs' loaders).
+impl std::ops::AddAssign for CounterSnapshot {
+    fn add_assign(&mut self, other: CounterSnapshot) {
+        self.steps_delivered += other.steps_delivered;
+        self.ready += other.ready;
+        self.in_flight += other.in_flight;
+        self.bytes_gathered += other.bytes_gathered;
+        self.gather_time += other.gather_time;
+        self.disk_bytes_read += other.disk_bytes_read;
+        self.io_wait += other.io_wait;
+        self.transform_time += other.transform_time;
+        self.consumer_wait += other.consumer_wait;
+        self.buffers_allocated += other.buffers_allocated;
+        self.cache_hits += other.cache_hits;
+        self.cache_misses += other.cache_misses;
+        self.fetched_bytes += other.fetched_bytes;
+        self.evicted_bytes += other.evicted_bytes;
+    }
+}
+
 impl Counters {
     /// The current values.
     pub fn snapshot(&self) -> CounterSnapshot {

@@ -193,10 +193,9 @@ fn local_stores(local: &Path) -> Result<Vec<(String, PathBuf)>> {
     for entry in entries {
         let entry = entry.map_err(Error::cache("list", local))?;
         let path = entry.path();
-        if entry.file_type().is_ok_and(|t| t.is_dir()) && path.join(HEADER).is_file() {
-            if let Some(name) = entry.file_name().to_str() {
-                stores.push((name.to_string(), path));
-            }
+        let is_store = entry.file_type().is_ok_and(|t| t.is_dir()) && path.join(HEADER).is_file();
+        if let (true, Some(name)) = (is_store, entry.file_name().to_str()) {
+            stores.push((name.to_string(), path));
         }
     }
     if stores.is_empty() {

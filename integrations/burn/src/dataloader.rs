@@ -372,21 +372,13 @@ impl<O: Send + 'static> StoreDataLoader<O> {
     /// The pipeline counters summed over every loader this data loader and
     /// the copies made from it ([`to_device`](DataLoader::to_device),
     /// [`slice`](DataLoader::slice)) have run: steps, bytes, gather,
-    /// convert (transform) and wait times. `ready` and `in_flight` are the
-    /// live loaders' queues.
+    /// convert (transform) and wait times, reads and cache work. `ready`
+    /// and `in_flight` are the live loaders' queues.
     pub fn counters(&self) -> CounterSnapshot {
         let counters = self.counters.lock().unwrap_or_else(PoisonError::into_inner);
         let mut total = CounterSnapshot::default();
         for c in counters.iter() {
-            let s = c.snapshot();
-            total.steps_delivered += s.steps_delivered;
-            total.ready += s.ready;
-            total.in_flight += s.in_flight;
-            total.bytes_gathered += s.bytes_gathered;
-            total.gather_time += s.gather_time;
-            total.transform_time += s.transform_time;
-            total.consumer_wait += s.consumer_wait;
-            total.buffers_allocated += s.buffers_allocated;
+            total += c.snapshot();
         }
         total
     }
