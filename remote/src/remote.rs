@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures::TryStreamExt;
-use object_store::ObjectStore;
 use object_store::path::Path as ObjectPath;
+use object_store::{ObjectMeta, ObjectStore};
 use zrecord::storage::{Access, CacheWork, Io, IoStats, Storage, StorageFile};
 
 use crate::cache::{self, Cache, Object};
@@ -214,33 +214,41 @@ impl Inner {
     }
 }
 
+/// Every object under `prefix`, with the parts of its path below the prefix.
+pub(crate) fn list_under(
+    store: &Arc<dyn ObjectStore>,
+    prefix: &ObjectPath,
+    url: &str,
+) -> Result<Vec<(Vec<String>, ObjectMeta)>> {
+    let (store, prefix_owned, url) = (Arc::clone(store), prefix.clone(), url.to_string());
+    let metas = runtime::run(async move {
+        store
+            .list(Some(&prefix_owned))
+            .try_collect::<Vec<_>>()
+            .await
+            .map_err(|source| Error::List { url, source })
+    })?;
+    Ok(metas
+        .into_iter()
+        .filter_map(|meta| {
+            let parts = meta.location.prefix_match(prefix)?;
+            let parts = parts.map(|p| p.as_ref().to_string()).collect();
+            Some((parts, meta))
+        })
+        .collect())
+}
+
 /// Lists the objects directly under `prefix`, by name.
 fn list(
     store: &Arc<dyn ObjectStore>,
     prefix: &ObjectPath,
     url: &str,
 ) -> Result<HashMap<String, Arc<ObjectInfo>>> {
-    let (store, prefix_owned, url_owned) = (Arc::clone(store), prefix.clone(), url.to_string());
-    let metas = runtime::run(async move {
-        store
-            .list(Some(&prefix_owned))
-            .try_collect::<Vec<_>>()
-            .await
-            .map_err(|source| Error::List {
-                url: url_owned,
-                source,
-            })
-    })?;
     let mut objects = HashMap::new();
-    for meta in metas {
-        let Some(mut parts) = meta.location.prefix_match(prefix) else {
-            continue;
-        };
-        let (Some(name), None) = (parts.next(), parts.next()) else {
+    for (parts, meta) in list_under(store, prefix, url)? {
+        let Ok([name]) = <[String; 1]>::try_from(parts) else {
             continue; // deeper than the folder: not one of its files
         };
-        let name = name.as_ref().to_string();
-        drop(parts);
         let tag = meta.e_tag.as_deref().unwrap_or_default();
         let key = cache::fnv1a(&[
             name.as_bytes(),

@@ -10,7 +10,7 @@ use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
 
-use crate::remote::store_for_url;
+use crate::remote::{list_under, store_for_url};
 use crate::{Error, RemoteOptions, Result, runtime};
 
 /// The header a store is opened by; uploaded last, so an interrupted push
@@ -398,24 +398,10 @@ fn list_all(
     prefix: &ObjectPath,
     url: &str,
 ) -> Result<Vec<(String, ObjectPath, u64)>> {
-    let (store, prefix_owned, url) = (Arc::clone(store), prefix.clone(), url.to_string());
-    let metas = runtime::run(async move {
-        store
-            .list(Some(&prefix_owned))
-            .try_collect::<Vec<_>>()
-            .await
-            .map_err(|source| Error::List { url, source })
-    })?;
-    Ok(metas
+    let listed = list_under(store, prefix, url)?;
+    Ok(listed
         .into_iter()
-        .filter_map(|meta| {
-            let parts: Vec<String> = meta
-                .location
-                .prefix_match(prefix)?
-                .map(|p| p.as_ref().to_string())
-                .collect();
-            Some((parts.join("/"), meta.location, meta.size))
-        })
+        .map(|(parts, meta)| (parts.join("/"), meta.location, meta.size))
         .collect())
 }
 

@@ -27,12 +27,14 @@ fn write_stores(dir: &Path) {
     ragged.append_slices(&seqs).unwrap();
 }
 
-/// Uploads both stores to a new bucket; returns the bucket.
-fn upload_stores(endpoint: &str, dir: &Path) -> String {
+/// Both stores, written to a temporary folder and uploaded to a new bucket.
+fn uploaded(endpoint: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    write_stores(dir.path());
     let bucket = support::bucket(endpoint, "zr");
-    support::upload(endpoint, &bucket, "sets/dense", &dir.join("dense"));
-    support::upload(endpoint, &bucket, "sets/ragged", &dir.join("ragged"));
-    bucket
+    support::upload(endpoint, &bucket, "sets/dense", &dir.path().join("dense"));
+    support::upload(endpoint, &bucket, "sets/ragged", &dir.path().join("ragged"));
+    (dir, bucket)
 }
 
 fn open_dense(url: &str, options: RemoteOptions) -> (Arc<Remote>, DenseStore<u8>) {
@@ -59,9 +61,7 @@ fn remote_error(e: &zrecord::Error) -> Option<&zrecord_remote::Error> {
 #[test]
 fn remote_gathers_equal_local_ones_with_and_without_a_cache() {
     let endpoint = server_or_skip!();
-    let dir = tempfile::tempdir().unwrap();
-    write_stores(dir.path());
-    let bucket = upload_stores(endpoint, dir.path());
+    let (dir, bucket) = uploaded(endpoint);
     let local = DenseStore::<u8>::open_read_only(dir.path().join("dense")).unwrap();
     let local_ragged = RaggedStore::<i32>::open_read_only(dir.path().join("ragged")).unwrap();
     let cache = tempfile::tempdir().unwrap();
@@ -101,9 +101,7 @@ fn remote_gathers_equal_local_ones_with_and_without_a_cache() {
 #[test]
 fn writes_are_refused_and_a_missing_folder_is_not_a_store() {
     let endpoint = server_or_skip!();
-    let dir = tempfile::tempdir().unwrap();
-    write_stores(dir.path());
-    let bucket = upload_stores(endpoint, dir.path());
+    let (_dir, bucket) = uploaded(endpoint);
     let remote = Arc::new(
         Remote::open(
             &format!("s3://{bucket}/sets/dense"),
@@ -134,9 +132,7 @@ fn writes_are_refused_and_a_missing_folder_is_not_a_store() {
 #[test]
 fn retries_mend_unavailable_dropped_and_truncated_answers() {
     let endpoint = server_or_skip!();
-    let dir = tempfile::tempdir().unwrap();
-    write_stores(dir.path());
-    let bucket = upload_stores(endpoint, dir.path());
+    let (dir, bucket) = uploaded(endpoint);
     let local = DenseStore::<u8>::open_read_only(dir.path().join("dense")).unwrap();
     let proxy = Proxy::start(endpoint);
     let options = support::s3_options(&proxy.endpoint)
@@ -160,9 +156,7 @@ fn retries_mend_unavailable_dropped_and_truncated_answers() {
 #[test]
 fn a_read_that_cannot_succeed_fails_fast_naming_object_and_range() {
     let endpoint = server_or_skip!();
-    let dir = tempfile::tempdir().unwrap();
-    write_stores(dir.path());
-    let bucket = upload_stores(endpoint, dir.path());
+    let (_dir, bucket) = uploaded(endpoint);
     let proxy = Proxy::start(endpoint);
     let url = format!("s3://{bucket}/sets/dense");
 
@@ -236,9 +230,7 @@ fn child_stalled_download() {
 fn a_killed_download_leaves_no_lock_behind() {
     use std::io::BufRead;
     let endpoint = server_or_skip!();
-    let dir = tempfile::tempdir().unwrap();
-    write_stores(dir.path());
-    let bucket = upload_stores(endpoint, dir.path());
+    let (dir, bucket) = uploaded(endpoint);
     let url = format!("s3://{bucket}/sets/dense");
     let cache = tempfile::tempdir().unwrap();
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())

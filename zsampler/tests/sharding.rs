@@ -93,18 +93,6 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
     #[test]
-    fn any_divisible_world_concatenates(
-        len in 64u64..100_000,
-        per_rank in 1u64..8,
-        seed: u64,
-        mode_index in 0usize..4,
-        step in 0u64..1 << 40,
-    ) {
-        let batch = per_rank * 8;
-        check(len, batch, seed, MODES[mode_index], None, &[step, step + 1]);
-    }
-
-    #[test]
     fn any_batch_size_concatenates(
         len in 64u64..100_000,
         batch in 1u64..64,
