@@ -435,7 +435,7 @@ impl Cache {
 /// A block a read needs is not among those found or fetched: the fetch
 /// answered fewer or shorter ranges than asked (it checks, so this is a bug).
 fn short_block(b: u64) -> Error {
-    Error::Options(format!("internal: block {b} was not fetched whole"))
+    Error::Internal(format!("block {b} was not fetched whole"))
 }
 
 /// The store folders of a cache: entries named by 16 hex digits.

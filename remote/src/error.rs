@@ -104,6 +104,11 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// A check of this crate's own bookkeeping failed: a bug, reported
+    /// rather than acted on.
+    #[error("internal error in zrecord-remote: {0}; please report it")]
+    Internal(String),
+
     /// The options asked for something impossible.
     #[error("invalid remote options: {0}")]
     Options(String),

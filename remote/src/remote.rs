@@ -203,11 +203,18 @@ impl Inner {
         let spans: Vec<(u64, u64)> = reads.iter().map(|(o, b)| (*o, b.len() as u64)).collect();
         let merged = merge(&spans, self.merge_gap, self.max_request);
         let fetched = fetch(merged.iter().map(|m| m.range.clone()).collect())?;
+        if fetched.len() != merged.len() {
+            return Err(Error::Internal("a request went unanswered".into()));
+        }
         for (request, bytes) in merged.iter().zip(&fetched) {
             for &i in &request.reads {
                 let (offset, buf) = &mut reads[i];
                 let from = (*offset - request.range.start) as usize;
-                buf.copy_from_slice(&bytes[from..from + buf.len()]);
+                // The fetcher checked each answer's length; the read lies in its request.
+                let piece = bytes.get(from..from + buf.len());
+                let piece = piece
+                    .ok_or_else(|| Error::Internal("an answer shorter than its request".into()))?;
+                buf.copy_from_slice(piece);
             }
         }
         Ok(())
