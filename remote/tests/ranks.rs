@@ -1,0 +1,174 @@
+//! Data-parallel ranks as separate processes, reading one store in object
+//! storage through one node cache: at every step the ranks' batches
+//! together are the one-process global batch, and a run stopped on 4 ranks
+//! resumes on 3 with the same global batches.
+
+mod support;
+
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use zrecord::{Codec, DenseStore, DynDenseStore, OpenOptions};
+use zrecord_loader::{Batch, Loader, LoaderState, Mode};
+use zrecord_remote::Remote;
+
+/// Neither 4 nor 3 divides it: the ranks' slices are uneven (6, 7, 6, 7 and 8, 9, 9).
+const BATCH: u64 = 26;
+const STOP: u64 = 7;
+const MORE: u64 = 6;
+
+/// One rank's loader: `rank` of `world`, resumed from `state` if given.
+fn loader(
+    url: &str,
+    cache: &str,
+    rank: u64,
+    world: u64,
+    state: Option<&LoaderState>,
+) -> Loader<Batch> {
+    let endpoint = support::endpoint().unwrap();
+    let options = support::s3_options(endpoint)
+        .cache(cache, 1 << 30)
+        .block_bytes(16 << 10);
+    let remote = Arc::new(Remote::open(url, options).unwrap());
+    let store = DynDenseStore::open_in(remote, OpenOptions::new().read_only(true))
+        .unwrap()
+        .typed::<u8>()
+        .unwrap();
+    let mut builder = Loader::builder(BATCH)
+        .stream("x", store)
+        .mode(Mode::Cyclic)
+        .seed(11)
+        .workers(2)
+        .shard(rank, world);
+    if let Some(state) = state {
+        builder = builder.resume(state);
+    }
+    builder.build().unwrap()
+}
+
+/// Each step's indices and the first byte of each gathered record.
+fn run(loader: &mut Loader<Batch>, steps: u64) -> Vec<(Vec<u64>, Vec<u8>)> {
+    loader
+        .steps(steps)
+        .map(|batch| {
+            let batch = batch.unwrap();
+            let x = batch.dense::<u8>("x").unwrap();
+            let firsts = x
+                .outer_iter()
+                .map(|r| r.iter().next().copied().unwrap_or(0))
+                .collect();
+            (batch.indices().to_vec(), firsts)
+        })
+        .collect()
+}
+
+/// The child half of the test below: one rank, its batches printed as JSON.
+#[test]
+fn child_rank() {
+    let Ok(spec) = std::env::var("ZRECORD_RANK_CHILD") else {
+        return;
+    };
+    let spec: serde_json::Value = serde_json::from_str(&spec).unwrap();
+    let text = |k: &str| spec[k].as_str().unwrap().to_string();
+    let number = |k: &str| spec[k].as_u64().unwrap();
+    let state: Option<LoaderState> = serde_json::from_value(spec["state"].clone()).unwrap();
+    let mut loader = loader(
+        &text("url"),
+        &text("cache"),
+        number("rank"),
+        number("world"),
+        state.as_ref(),
+    );
+    let batches = run(&mut loader, number("steps"));
+    let out = serde_json::json!({ "batches": batches, "state": loader.state() });
+    println!("RESULT {out}");
+}
+
+/// Runs `world` ranks as processes at once; returns each rank's batches
+/// and final state.
+fn ranks(
+    url: &str,
+    cache: &str,
+    world: u64,
+    steps: u64,
+    state: Option<&LoaderState>,
+) -> Vec<(Vec<(Vec<u64>, Vec<u8>)>, LoaderState)> {
+    let children: Vec<_> = (0..world)
+        .map(|rank| {
+            let spec = serde_json::json!({
+                "url": url, "cache": cache, "rank": rank, "world": world,
+                "steps": steps, "state": state,
+            });
+            Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", "child_rank", "--nocapture"])
+                .env("ZRECORD_RANK_CHILD", spec.to_string())
+                .env("ZRECORD_S3_ENDPOINT", support::endpoint().unwrap())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|child| {
+            let out = child.wait_with_output().unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).to_string();
+            assert!(out.status.success(), "{text}");
+            let json = text
+                .lines()
+                .find_map(|l| l.split_once("RESULT ").map(|(_, j)| j.to_string()))
+                .unwrap_or_else(|| panic!("no result in {text}"));
+            let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+            (
+                serde_json::from_value(value["batches"].clone()).unwrap(),
+                serde_json::from_value(value["state"].clone()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn four_ranks_then_three_see_the_one_process_global_batches() {
+    let endpoint = server_or_skip!();
+    let dir = tempfile::tempdir().unwrap();
+    let store = DenseStore::<u8>::create(dir.path(), &[100], Codec::Raw).unwrap();
+    let bytes: Vec<u8> = (0..1_000 * 100).map(|i| (i / 100 % 251) as u8).collect();
+    store.append(&bytes).unwrap();
+    drop(store);
+    let bucket = support::bucket(endpoint, "ranks");
+    support::upload(endpoint, &bucket, "x", dir.path());
+    let url = format!("s3://{bucket}/x");
+    let cache = tempfile::tempdir().unwrap();
+    let cache = cache.path().to_str().unwrap().to_string();
+
+    // One process, the reference.
+    let whole = run(&mut loader(&url, &cache, 0, 1, None), STOP + MORE);
+
+    // Four ranks to the stop, then three from rank 0's saved state.
+    let four = ranks(&url, &cache, 4, STOP, None);
+    let state = four[0].1;
+    assert_eq!(state.sampler.step, STOP);
+    let three = ranks(&url, &cache, 3, MORE, Some(&state));
+    let joined = |ranks: &[(Vec<(Vec<u64>, Vec<u8>)>, LoaderState)], step: usize| {
+        let mut global = (Vec::new(), Vec::new());
+        for (batches, _) in ranks {
+            global.0.extend(&batches[step].0);
+            global.1.extend(&batches[step].1);
+        }
+        global
+    };
+    for step in 0..STOP as usize {
+        assert_eq!(joined(&four, step), whole[step], "step {step} on 4 ranks");
+    }
+    for step in 0..MORE as usize {
+        let at = STOP as usize + step;
+        assert_eq!(joined(&three, step), whole[at], "step {at} on 3 ranks");
+    }
+    let sizes = |ranks: &[(Vec<(Vec<u64>, Vec<u8>)>, LoaderState)]| -> Vec<usize> {
+        ranks.iter().map(|(b, _)| b[0].0.len()).collect()
+    };
+    assert_eq!(
+        (sizes(&four), sizes(&three)),
+        (vec![6, 7, 6, 7], vec![8, 9, 9])
+    );
+}
