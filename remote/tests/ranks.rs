@@ -15,6 +15,11 @@ use zrecord_remote::Remote;
 /// Neither 4 nor 3 divides it: the ranks' slices are uneven (6, 7, 6, 7 and 8, 9, 9).
 const BATCH: u64 = 26;
 const STOP: u64 = 7;
+
+/// One step as a rank saw it: indices, and the first byte of each record.
+type Step = (Vec<u64>, Vec<u8>);
+/// One rank's steps and its state after them.
+type RankRun = (Vec<Step>, LoaderState);
 const MORE: u64 = 6;
 
 /// One rank's loader: `rank` of `world`, resumed from `state` if given.
@@ -47,7 +52,7 @@ fn loader(
 }
 
 /// Each step's indices and the first byte of each gathered record.
-fn run(loader: &mut Loader<Batch>, steps: u64) -> Vec<(Vec<u64>, Vec<u8>)> {
+fn run(loader: &mut Loader<Batch>, steps: u64) -> Vec<Step> {
     loader
         .steps(steps)
         .map(|batch| {
@@ -92,7 +97,7 @@ fn ranks(
     world: u64,
     steps: u64,
     state: Option<&LoaderState>,
-) -> Vec<(Vec<(Vec<u64>, Vec<u8>)>, LoaderState)> {
+) -> Vec<RankRun> {
     let children: Vec<_> = (0..world)
         .map(|rank| {
             let spec = serde_json::json!({
@@ -149,7 +154,7 @@ fn four_ranks_then_three_see_the_one_process_global_batches() {
     let state = four[0].1;
     assert_eq!(state.sampler.step, STOP);
     let three = ranks(&url, &cache, 3, MORE, Some(&state));
-    let joined = |ranks: &[(Vec<(Vec<u64>, Vec<u8>)>, LoaderState)], step: usize| {
+    let joined = |ranks: &[RankRun], step: usize| {
         let mut global = (Vec::new(), Vec::new());
         for (batches, _) in ranks {
             global.0.extend(&batches[step].0);
@@ -157,16 +162,16 @@ fn four_ranks_then_three_see_the_one_process_global_batches() {
         }
         global
     };
-    for step in 0..STOP as usize {
-        assert_eq!(joined(&four, step), whole[step], "step {step} on 4 ranks");
+    for (step, global) in whole.iter().enumerate() {
+        let (ranks, at, world) = if step < STOP as usize {
+            (&four, step, 4)
+        } else {
+            (&three, step - STOP as usize, 3)
+        };
+        assert_eq!(&joined(ranks, at), global, "step {step} on {world} ranks");
     }
-    for step in 0..MORE as usize {
-        let at = STOP as usize + step;
-        assert_eq!(joined(&three, step), whole[at], "step {at} on 3 ranks");
-    }
-    let sizes = |ranks: &[(Vec<(Vec<u64>, Vec<u8>)>, LoaderState)]| -> Vec<usize> {
-        ranks.iter().map(|(b, _)| b[0].0.len()).collect()
-    };
+    let sizes =
+        |ranks: &[RankRun]| -> Vec<usize> { ranks.iter().map(|(b, _)| b[0].0.len()).collect() };
     assert_eq!(
         (sizes(&four), sizes(&three)),
         (vec![6, 7, 6, 7], vec![8, 9, 9])
