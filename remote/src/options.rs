@@ -61,6 +61,15 @@ impl RemoteOptions {
     /// at most `limit` bytes of it; the processes of a node share one folder
     /// and download each block once. A limit smaller than one block reads
     /// through without keeping anything.
+    ///
+    /// The folder holds `zrecord-cache.lock` and `zrecord-cache.usage` (the
+    /// bytes held), and one subfolder per store, named by 16 hex digits of
+    /// its URL, with its blocks (`*.zrblock`) and two lock files. Eviction
+    /// deletes the least recently used blocks of stores no process pins,
+    /// and nothing else: point it at an empty folder or one it made before.
+    /// Locks are the operating system's and die with their process; a
+    /// download a killed process left is fetched again by the next reader.
+    /// Processes sharing a folder should pass the same limit.
     pub fn cache(mut self, dir: impl AsRef<Path>, limit: u64) -> Self {
         self.cache = Some(dir.as_ref().into());
         self.cache_limit = limit;
