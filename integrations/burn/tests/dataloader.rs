@@ -287,7 +287,7 @@ fn bad_configurations_fail_at_build() {
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        build(builder(dir.path(), "c", 10).shard(0, 3)),
+        build(builder(dir.path(), "c", 10).shard(0, 11)),
         Err(Error::Loader(_))
     ));
 }
