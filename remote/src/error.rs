@@ -71,6 +71,16 @@ pub enum Error {
         len: u64,
     },
 
+    /// An upload (or the check of its size) failed.
+    #[error("cannot upload {object}")]
+    Upload {
+        /// The object's URL.
+        object: String,
+        /// What the object store said.
+        #[source]
+        source: object_store::Error,
+    },
+
     /// The folder holds a store's files but not its header `store.zr`,
     /// which a push uploads last: the upload did not finish.
     #[error(

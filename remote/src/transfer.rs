@@ -46,9 +46,9 @@ pub struct TransferReport {
 ///
 /// # Errors
 /// [`Error::Transfer`] for a local folder that holds no store, or a remote
-/// folder that already holds objects (delete them first); [`Error::Fetch`]
-/// and the like for failed requests; a local store's open error as
-/// [`Error::Transfer`].
+/// folder that already holds objects (delete them first); [`Error::Upload`]
+/// for a failed upload, [`Error::Fetch`] for a failed read-back; a local
+/// store's open error as [`Error::Transfer`].
 pub fn push(
     local: &Path,
     url: &str,
@@ -239,11 +239,9 @@ fn upload(
     let (store, object, path) = (Arc::clone(store), object.clone(), path.to_path_buf());
     let url = format!("{url}/{object}");
     runtime::run(async move {
-        let failed = |e: object_store::Error| Error::Fetch {
+        let failed = |source| Error::Upload {
             object: url.clone(),
-            range: 0..len,
-            attempts: 1,
-            source: Box::new(e),
+            source,
         };
         let mut crc = 0u32;
         let mut piece = vec![0u8; PIECE.min(len as usize)];
@@ -284,11 +282,15 @@ fn check_size(
     url: &str,
 ) -> Result<()> {
     let (store, object_owned) = (Arc::clone(store), object.clone());
+    let object_url = format!("{url}/{object}");
     let head = runtime::run(async move {
-        store.head(&object_owned).await.map_err(|e| Error::List {
-            url: object_owned.to_string(),
-            source: e,
-        })
+        store
+            .head(&object_owned)
+            .await
+            .map_err(|source| Error::Upload {
+                object: object_url,
+                source,
+            })
     })?;
     if head.size != len {
         return Err(transfer(
@@ -308,6 +310,7 @@ fn check_crc(
     url: &str,
 ) -> Result<()> {
     let (store, object_owned) = (Arc::clone(store), object.clone());
+    let object_url = format!("{url}/{object}");
     let read = runtime::run(async move {
         let mut crc = 0u32;
         let mut offset = 0;
@@ -316,9 +319,11 @@ fn check_crc(
             let bytes = store
                 .get_range(&object_owned, offset..end)
                 .await
-                .map_err(|e| Error::List {
-                    url: object_owned.to_string(),
-                    source: e,
+                .map_err(|e| Error::Fetch {
+                    object: object_url.clone(),
+                    range: offset..end,
+                    attempts: 1,
+                    source: Box::new(e),
                 })?;
             crc = crc32c::crc32c_append(crc, &bytes);
             offset = end;
