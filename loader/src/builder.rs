@@ -5,8 +5,9 @@ use std::sync::Arc;
 use zsampler::Mode;
 
 use crate::config::Config;
+use crate::last_batch::Passes;
 use crate::loader::{Loader, Transform};
-use crate::{Batch, LastBatch, LoaderState, Result, Stream};
+use crate::{Batch, LastBatch, LoaderState, Plan, Result, Stream};
 
 /// Configures a [`Loader`]; every check happens in [`build`](Self::build).
 ///
@@ -178,7 +179,19 @@ impl<T: Send + 'static> LoaderBuilder<T> {
     /// [`ShortLastBatchNeedsSequential`]: crate::Error::ShortLastBatchNeedsSequential
     /// [`Spawn`]: crate::Error::Spawn
     pub fn build(self) -> Result<Loader<T>> {
+        let plan = self.plan()?;
+        Loader::start(self.config, self.transform, plan)
+    }
+
+    /// Checks the configuration as [`build`](Self::build) does (all its
+    /// errors but [`Spawn`](crate::Error::Spawn)) and returns what the loader
+    /// would serve, without starting it or reading any data.
+    ///
+    /// # Errors
+    /// As [`build`](Self::build).
+    pub fn plan(&self) -> Result<Plan> {
         let sampler = self.config.check()?;
-        Loader::start(self.config, self.transform, sampler)
+        let passes = Passes::new(&sampler, self.config.last_batch)?;
+        Ok(Plan { sampler, passes })
     }
 }

@@ -44,6 +44,7 @@ mod last_batch;
 mod launcher;
 mod loader;
 mod packing;
+mod plan;
 mod pool;
 mod state;
 mod stream;
@@ -61,6 +62,7 @@ pub use packing::{
     Cursor, DEFAULT_WINDOW, Documents, PackedBatch, PackedLoader, PackedLoaderBuilder, PackedState,
     Packer, Packing,
 };
+pub use plan::Plan;
 pub use state::LoaderState;
 pub use stream::Stream;
 pub use zsampler::{Mode, SamplerState};

@@ -19,6 +19,7 @@ use zsampler::Sampler;
 
 use crate::config::Config;
 use crate::last_batch::Passes;
+use crate::plan::Plan;
 use crate::pool::Pool;
 use crate::{Batch, Counters, Error, LoaderState, Result, Stream};
 
@@ -57,8 +58,7 @@ pub(crate) type Transform<T> = Arc<dyn Fn(Batch) -> T + Send + Sync>;
 pub struct Loader<T> {
     shared: Arc<Shared<T>>,
     threads: Vec<JoinHandle<()>>,
-    sampler: Sampler,
-    passes: Passes,
+    plan: Plan,
     counters: Arc<Counters>,
 }
 
@@ -98,23 +98,18 @@ impl<T> Shared<T> {
 }
 
 impl<T: Send + 'static> Loader<T> {
-    /// Starts the workers of a checked `config` at `sampler`'s step.
-    pub(crate) fn start(
-        config: Config,
-        transform: Transform<T>,
-        sampler: Sampler,
-    ) -> Result<Loader<T>> {
-        let passes = Passes::new(&sampler, config.last_batch)?;
+    /// Starts the workers of `config`, checked into `plan`, at the plan's step.
+    pub(crate) fn start(config: Config, transform: Transform<T>, plan: Plan) -> Result<Loader<T>> {
         let counters = Arc::new(Counters::default());
         let names: Arc<[Arc<str>]> = config
             .streams
             .iter()
             .map(|(n, _)| Arc::from(n.as_str()))
             .collect();
-        let step = sampler.step();
+        let step = plan.step();
         let job = Arc::new(Job {
-            sampler: sampler.clone(),
-            passes,
+            sampler: plan.sampler.clone(),
+            passes: plan.passes,
             streams: config.streams.into_iter().map(|(_, s)| s).collect(),
             names,
             pool: Arc::new(Pool::new(
@@ -138,8 +133,7 @@ impl<T: Send + 'static> Loader<T> {
         let mut loader = Loader {
             shared,
             threads: Vec::new(),
-            sampler,
-            passes,
+            plan,
             counters,
         };
         for w in 0..config.workers {
@@ -197,7 +191,7 @@ impl<T: Send + 'static> Loader<T> {
 
     /// A checkpoint: resuming from it continues with exactly the next batch.
     pub fn state(&self) -> LoaderState {
-        let mut sampler = self.sampler.clone();
+        let mut sampler = self.plan.sampler.clone();
         sampler.seek(self.step());
         LoaderState {
             sampler: sampler.state(),
@@ -211,20 +205,20 @@ impl<T: Send + 'static> Loader<T> {
 
     /// The sampler choosing each step's indices.
     pub fn sampler(&self) -> &Sampler {
-        &self.sampler
+        self.plan.sampler()
     }
 
     /// Records in each of this rank's batches (in every batch but the last
     /// of a pass with [`LastBatch::Short`](crate::LastBatch::Short)).
     pub fn batch_size(&self) -> usize {
-        self.sampler.local_batch_size()
+        self.plan.batch_size()
     }
 
     /// Records in this rank's batch of `step`: the batch size, or what is
     /// left of the pass in a short last batch (0 for a rank whose slice
     /// lies past the end of the data).
     pub fn batch_len(&self, step: u64) -> usize {
-        self.passes.batch_len(step)
+        self.plan.batch_len(step)
     }
 
     /// Steps that make one pass over the data (`⌊len / global batch⌋`, at
@@ -232,7 +226,7 @@ impl<T: Send + 'static> Loader<T> {
     /// [`LastBatch::Short`](crate::LastBatch::Short)): the natural length of
     /// an "epoch" for [`steps`](Self::steps).
     pub fn steps_per_epoch(&self) -> u64 {
-        self.passes.steps_per_pass()
+        self.plan.steps_per_epoch()
     }
 
     /// A finite view of the next `n` steps, for code that thinks in epochs.

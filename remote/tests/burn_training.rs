@@ -82,9 +82,11 @@ fn a_perceptron_learns_the_digits_from_s3() {
     .unwrap();
 
     let cache = tempfile::tempdir().unwrap();
-    let open = |name: &str| {
+    let mut remotes = Vec::new();
+    let mut open = |name: &str| {
         let options = support::s3_options(endpoint).cache(cache.path(), 64 << 20);
         let remote = Arc::new(Remote::open(&format!("{url}/{name}"), options).unwrap());
+        remotes.push(Arc::clone(&remote));
         DynDenseStore::open_in(remote, OpenOptions::new().read_only(true)).unwrap()
     };
     let device = Device::flex().autodiff();
@@ -94,6 +96,8 @@ fn a_perceptron_learns_the_digits_from_s3() {
         .seed(7)
         .build(&device, to_input)
         .unwrap();
+    let fetched = || remotes.iter().map(|r| r.stats().bytes_fetched).sum::<u64>();
+    let at_open = fetched();
 
     let mut model = Mlp {
         hidden: LinearConfig::new(64, 64).init(&device),
@@ -117,9 +121,12 @@ fn a_perceptron_learns_the_digits_from_s3() {
     let mean = |s: &[f32]| s.iter().sum::<f32>() / s.len() as f32;
     let (first, last) = (mean(&losses[..20]), mean(&losses[130..]));
     assert!(last < first * 0.5, "loss {first:.3} → {last:.3}");
+    // Every byte fetched after the stores opened was fetched by the loader's
+    // workers and is in its counters (building the loader reads nothing).
     let counters = loader.counters();
     assert!(
         counters.cache_misses > 0 && counters.cache_hits > 0,
         "{counters:?}"
     );
+    assert_eq!(counters.fetched_bytes, fetched() - at_open, "{counters:?}");
 }

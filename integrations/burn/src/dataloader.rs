@@ -128,8 +128,8 @@ impl StoreDataLoaderBuilder {
     /// each [`Batch`] into the model's input on the worker threads, with the
     /// device the loader is on (see the [crate converters](crate#converters)).
     ///
-    /// A loader is started once to check the configuration and stopped at
-    /// once; the worker threads that serve batches start on the first `iter`.
+    /// The configuration is checked here, without reading data; the worker
+    /// threads that serve batches start on the first `iter`.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for zero steps per epoch, and
@@ -155,13 +155,13 @@ impl StoreDataLoaderBuilder {
             },
         );
         self.loader = self.loader.last_batch(last_batch);
-        // Build a loader once to check the configuration and learn the batch
-        // geometry; it is dropped at once (one worker, one batch).
-        let probe = self.loader.clone().workers(1).prefetch(1).build()?;
-        let batch_size = probe.batch_size();
-        let start_step = probe.step();
-        let pass = probe.steps_per_epoch();
-        let short = (last_batch == LastBatch::Short).then(|| (pass, probe.batch_len(pass - 1)));
+        // The configuration's checks and batch geometry, without starting a
+        // loader: a probe's workers would read (and fetch) data unaccounted.
+        let plan = self.loader.plan()?;
+        let batch_size = plan.batch_size();
+        let start_step = plan.step();
+        let pass = plan.steps_per_epoch();
+        let short = (last_batch == LastBatch::Short).then(|| (pass, plan.batch_len(pass - 1)));
         // A rank whose slice of the short batch is empty ends its pass a step
         // early; its epochs still start a whole pass apart.
         let (steps_per_epoch, epoch_stride) = match (self.steps_per_epoch, short) {
@@ -169,7 +169,6 @@ impl StoreDataLoaderBuilder {
             (None, Some((pass, 0))) => (pass - 1, pass),
             (None, _) => (pass, pass),
         };
-        drop(probe);
         let first_epoch = self.first_epoch;
         let mut loader = StoreDataLoader {
             config: Arc::new(self),
