@@ -225,6 +225,16 @@ pub enum Error {
         limit: u64,
     },
 
+    /// A sharded dataset's manifest or shards are not what they must be:
+    /// a bad manifest, a shard that differs from the others, a missing one.
+    #[error("dataset {path}: {reason}")]
+    Dataset {
+        /// The dataset folder (or its URL).
+        path: PathBuf,
+        /// What is wrong, naming the shard or manifest line.
+        reason: String,
+    },
+
     /// A record index is past the end of the store.
     #[error("index {index} is out of range for a store of {len} records")]
     IndexOutOfRange {

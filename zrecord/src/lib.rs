@@ -87,6 +87,7 @@ mod any_store;
 mod bytes;
 mod codec;
 mod common;
+pub mod dataset;
 mod dense;
 mod dtype;
 mod dyn_vec;
@@ -107,6 +108,7 @@ pub mod storage;
 
 pub use any_store::{AnyBatch, AnyStore, Schema};
 pub use codec::{Codec, DictTier, Dictionary, ZSTD_DICT_LEVEL, ZSTD_LEVEL, train_dict};
+pub use dataset::{AnyShards, Dataset, DenseShards, RaggedShards, shard_folder};
 pub use dense::{DenseStore, DynDenseStore};
 pub use dtype::{DType, Element, StoreKind};
 pub use dyn_vec::DynVec;

@@ -67,3 +67,40 @@ fn the_version_1_dumps_in_format_md_open_and_read_back() {
     );
     store.verify().unwrap();
 }
+
+/// The ```text NAME blocks of FORMAT.md.
+fn texts() -> BTreeMap<String, String> {
+    let doc = include_str!("../FORMAT.md");
+    let mut out = BTreeMap::new();
+    let mut lines = doc.lines();
+    while let Some(line) = lines.next() {
+        if let Some(name) = line.strip_prefix("```text ") {
+            let body: Vec<&str> = lines
+                .by_ref()
+                .take_while(|l| !l.starts_with("```"))
+                .collect();
+            out.insert(name.trim().to_string(), format!("{}\n", body.join("\n")));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_example_dataset_manifest_matches_format_md() {
+    let dir = tempfile::tempdir().unwrap();
+    for (k, records) in [3u8, 2].into_iter().enumerate() {
+        let shard = dir.path().join(zrecord::shard_folder(k as u64, 2));
+        std::fs::create_dir(&shard).unwrap();
+        let image = DenseStore::<u8>::create(shard.join("image"), &[2, 2], Codec::Raw).unwrap();
+        image.append(&vec![k as u8; 4 * records as usize]).unwrap();
+        let label = DenseStore::<i64>::create(shard.join("label"), &[], Codec::Raw).unwrap();
+        label.append(&vec![k as i64; records as usize]).unwrap();
+    }
+    zrecord::Dataset::join(dir.path()).unwrap();
+    let written = std::fs::read_to_string(dir.path().join("dataset.zr")).unwrap();
+    let texts = texts();
+    let documented = texts.get("dataset.zr").expect("FORMAT.md shows dataset.zr");
+    assert_eq!(&written, documented, "dataset.zr differs from FORMAT.md");
+    let dataset = zrecord::Dataset::open(dir.path()).unwrap();
+    assert_eq!(dataset.len(), 5);
+}

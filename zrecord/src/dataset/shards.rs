@@ -1,0 +1,466 @@
+//! [`DenseShards`] and [`RaggedShards`]: stores of one schema read as one
+//! index space — shard `s` holds global indices `starts[s]..starts[s + 1]`.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::{DType, DynDenseStore, DynRaggedBatch, DynRaggedStore, DynVec, Error, Result};
+
+/// Where each index of a batch lives: per shard, its local indices and
+/// their positions in the batch.
+struct Groups {
+    /// `(shard, local indices, positions)`, shards in first-seen order.
+    groups: Vec<(usize, Vec<u64>, Vec<usize>)>,
+}
+
+impl Groups {
+    /// Splits `indices` by shard; an index past `starts`' end is an error.
+    fn split(starts: &[u64], indices: &[u64]) -> Result<Groups> {
+        let len = starts.last().copied().unwrap_or(0);
+        let mut groups: Vec<(usize, Vec<u64>, Vec<usize>)> = Vec::new();
+        let mut group_of: HashMap<usize, usize> = HashMap::new();
+        for (position, &index) in indices.iter().enumerate() {
+            if index >= len {
+                return Err(Error::IndexOutOfRange { index, len });
+            }
+            // The last shard starting at or before `index` (empty shards skipped).
+            let shard = starts.partition_point(|&s| s <= index) - 1;
+            let local = index - starts[shard];
+            let g = *group_of.entry(shard).or_insert_with(|| {
+                groups.push((shard, Vec::new(), Vec::new()));
+                groups.len() - 1
+            });
+            groups[g].1.push(local);
+            groups[g].2.push(position);
+        }
+        Ok(Groups { groups })
+    }
+}
+
+/// Cumulative starts of shards of `lens` records: `[0, l0, l0 + l1, …]`.
+fn starts(lens: impl Iterator<Item = u64>) -> Result<Vec<u64>> {
+    let mut starts = vec![0u64];
+    for len in lens {
+        let last = starts[starts.len() - 1];
+        let next = last
+            .checked_add(len)
+            .ok_or_else(|| Error::InvalidArgument("the shards hold over 2^64 records".into()))?;
+        starts.push(next);
+    }
+    Ok(starts)
+}
+
+/// Dense stores of one dtype and item shape read as one: index `i` is
+/// record `i - starts[s]` of shard `s`. A single store is a dataset of one
+/// shard (`From` any dense store), read with no extra work.
+///
+/// ```
+/// use std::sync::Arc;
+/// use zrecord::{Codec, DenseShards, DenseStore};
+/// # let dir = tempfile::tempdir()?;
+///
+/// let a = DenseStore::<i64>::create(dir.path().join("a"), &[], Codec::Raw)?;
+/// a.append(&[0, 1, 2])?;
+/// let b = DenseStore::<i64>::create(dir.path().join("b"), &[], Codec::Raw)?;
+/// b.append(&[3, 4])?;
+/// let both = DenseShards::new(dir.path(), vec![Arc::new(a.into_dyn()), Arc::new(b.into_dyn())])?;
+/// assert_eq!(both.len(), 5);
+/// assert_eq!(both.gather_dyn(&[4, 0, 3])?.as_slice::<i64>(), Some(&[4, 0, 3][..]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct DenseShards {
+    path: PathBuf,
+    stores: Vec<Arc<DynDenseStore>>,
+    starts: Vec<u64>,
+}
+
+impl DenseShards {
+    /// The shards `stores`, in order, named `path` in errors.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for no stores; [`Error::Dataset`] for a
+    /// store whose dtype or item shape differs from the first's.
+    pub fn new(path: impl Into<PathBuf>, stores: Vec<Arc<DynDenseStore>>) -> Result<Self> {
+        let path = path.into();
+        let first = stores
+            .first()
+            .ok_or_else(|| Error::InvalidArgument("a dataset needs at least one shard".into()))?;
+        for store in &stores[1..] {
+            if (store.dtype(), store.item_shape()) != (first.dtype(), first.item_shape()) {
+                return Err(Error::Dataset {
+                    path,
+                    reason: format!(
+                        "shard {} holds {} {:?}, but {} holds {} {:?}",
+                        store.path().display(),
+                        store.dtype(),
+                        store.item_shape(),
+                        first.path().display(),
+                        first.dtype(),
+                        first.item_shape()
+                    ),
+                });
+            }
+        }
+        let starts = starts(stores.iter().map(|s| s.len()))?;
+        Ok(DenseShards {
+            path,
+            stores,
+            starts,
+        })
+    }
+
+    /// Where the records are: the store's path, or the dataset's stream.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records in all shards.
+    pub fn len(&self) -> u64 {
+        self.starts[self.starts.len() - 1]
+    }
+
+    /// Whether the shards hold no records.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.stores[0].dtype()
+    }
+
+    /// The shape of every record.
+    pub fn item_shape(&self) -> &[usize] {
+        self.stores[0].item_shape()
+    }
+
+    /// Elements per record.
+    pub fn record_len(&self) -> usize {
+        self.stores[0].record_len()
+    }
+
+    /// Bytes per record.
+    pub fn record_bytes(&self) -> usize {
+        self.stores[0].record_bytes()
+    }
+
+    /// The shards, in index order.
+    pub fn shards(&self) -> &[Arc<DynDenseStore>] {
+        &self.stores
+    }
+
+    /// The global index of each shard's first record, then the total.
+    pub fn starts(&self) -> &[u64] {
+        &self.starts
+    }
+
+    /// Gathers records `indices` (global, any order, repeats allowed) into
+    /// `out`, reusing its allocation: as [`DynDenseStore::gather_into`].
+    /// A batch within one shard is read straight into `out`.
+    ///
+    /// # Errors
+    /// [`Error::IndexOutOfRange`] with the global index; a shard's errors.
+    pub fn gather_into(&self, indices: &[u64], out: &mut DynVec) -> Result<()> {
+        if let [only] = &self.stores[..] {
+            return only.gather_into(indices, out);
+        }
+        let Groups { groups } = Groups::split(&self.starts, indices)?;
+        if let [(shard, locals, _)] = &groups[..] {
+            return self.stores[*shard].gather_into(locals, out);
+        }
+        let mut pieces = Vec::with_capacity(groups.len());
+        for (shard, locals, _) in &groups {
+            pieces.push(self.stores[*shard].gather_dyn(locals)?);
+        }
+        let width = self.record_bytes();
+        let len = indices.len() * self.record_len();
+        out.fill_bytes(len, indices.len(), |bytes| {
+            for ((_, _, positions), piece) in groups.iter().zip(&pieces) {
+                for (record, &position) in piece.as_bytes().chunks_exact(width).zip(positions) {
+                    bytes[position * width..][..width].copy_from_slice(record);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Records `indices` in a new buffer: as [`gather_into`](Self::gather_into).
+    ///
+    /// # Errors
+    /// As [`gather_into`](Self::gather_into).
+    pub fn gather_dyn(&self, indices: &[u64]) -> Result<DynVec> {
+        let mut out = DynVec::new(self.dtype());
+        self.gather_into(indices, &mut out)?;
+        Ok(out)
+    }
+}
+
+impl From<Arc<DynDenseStore>> for DenseShards {
+    fn from(store: Arc<DynDenseStore>) -> Self {
+        DenseShards {
+            path: store.path().into(),
+            starts: vec![0, store.len()],
+            stores: vec![store],
+        }
+    }
+}
+
+impl From<DynDenseStore> for DenseShards {
+    fn from(store: DynDenseStore) -> Self {
+        Arc::new(store).into()
+    }
+}
+
+/// Ragged stores of one dtype read as one: index `i` is record
+/// `i - starts[s]` of shard `s`. A single store is a dataset of one shard
+/// (`From` any ragged store), read with no extra work.
+#[derive(Clone)]
+pub struct RaggedShards {
+    path: PathBuf,
+    stores: Vec<Arc<DynRaggedStore>>,
+    starts: Vec<u64>,
+}
+
+impl RaggedShards {
+    /// The shards `stores`, in order, named `path` in errors.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for no stores; [`Error::Dataset`] for a
+    /// store whose dtype differs from the first's.
+    pub fn new(path: impl Into<PathBuf>, stores: Vec<Arc<DynRaggedStore>>) -> Result<Self> {
+        let path = path.into();
+        let first = stores
+            .first()
+            .ok_or_else(|| Error::InvalidArgument("a dataset needs at least one shard".into()))?;
+        if let Some(other) = stores.iter().find(|s| s.dtype() != first.dtype()) {
+            return Err(Error::Dataset {
+                path,
+                reason: format!(
+                    "shard {} holds {}, but {} holds {}",
+                    other.path().display(),
+                    other.dtype(),
+                    first.path().display(),
+                    first.dtype()
+                ),
+            });
+        }
+        let starts = starts(stores.iter().map(|s| s.len()))?;
+        Ok(RaggedShards {
+            path,
+            stores,
+            starts,
+        })
+    }
+
+    /// Where the records are: the store's path, or the dataset's stream.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records in all shards.
+    pub fn len(&self) -> u64 {
+        self.starts[self.starts.len() - 1]
+    }
+
+    /// Whether the shards hold no records.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.stores[0].dtype()
+    }
+
+    /// The shards, in index order.
+    pub fn shards(&self) -> &[Arc<DynRaggedStore>] {
+        &self.stores
+    }
+
+    /// The global index of each shard's first record, then the total.
+    pub fn starts(&self) -> &[u64] {
+        &self.starts
+    }
+
+    /// Gathers records `indices` (global, any order, repeats allowed) into
+    /// `out`, reusing its allocations: as [`DynRaggedStore::gather_into`].
+    /// A batch within one shard is read straight into `out`.
+    ///
+    /// # Errors
+    /// [`Error::IndexOutOfRange`] with the global index; a shard's errors.
+    pub fn gather_into(&self, indices: &[u64], out: &mut DynRaggedBatch) -> Result<()> {
+        if let [only] = &self.stores[..] {
+            return only.gather_into(indices, out);
+        }
+        let Groups { groups } = Groups::split(&self.starts, indices)?;
+        if let [(shard, locals, _)] = &groups[..] {
+            return self.stores[*shard].gather_into(locals, out);
+        }
+        let mut pieces = Vec::with_capacity(groups.len());
+        // Where each position's record is: (piece, record in the piece).
+        let mut place = vec![(0usize, 0usize); indices.len()];
+        for (g, (shard, locals, positions)) in groups.iter().enumerate() {
+            pieces.push(self.stores[*shard].gather_dyn(locals)?);
+            for (k, &position) in positions.iter().enumerate() {
+                place[position] = (g, k);
+            }
+        }
+        let size = self.dtype().size();
+        out.layout.clear();
+        for &(g, k) in &place {
+            let layout = &pieces[g].layout;
+            let (shape, range) = layout.shape(k).zip(layout.range(k)).ok_or_else(|| {
+                Error::InvalidArgument("a shard returned fewer records than asked".into())
+            })?;
+            out.layout.push_checked(shape, range.len());
+        }
+        let total = out.layout.total();
+        out.values.fill_bytes(total, indices.len(), |bytes| {
+            let mut at = 0;
+            for &(g, k) in &place {
+                let piece = &pieces[g];
+                let range = piece.layout.range(k).unwrap_or(0..0);
+                let from = &piece.values.as_bytes()[range.start * size..range.end * size];
+                bytes[at..at + from.len()].copy_from_slice(from);
+                at += from.len();
+            }
+            Ok(())
+        })
+    }
+
+    /// Records `indices` in a new batch: as [`gather_into`](Self::gather_into).
+    ///
+    /// # Errors
+    /// As [`gather_into`](Self::gather_into).
+    pub fn gather_dyn(&self, indices: &[u64]) -> Result<DynRaggedBatch> {
+        let mut out = DynRaggedBatch::new(self.dtype());
+        self.gather_into(indices, &mut out)?;
+        Ok(out)
+    }
+}
+
+impl From<Arc<DynRaggedStore>> for RaggedShards {
+    fn from(store: Arc<DynRaggedStore>) -> Self {
+        RaggedShards {
+            path: store.path().into(),
+            starts: vec![0, store.len()],
+            stores: vec![store],
+        }
+    }
+}
+
+impl From<DynRaggedStore> for RaggedShards {
+    fn from(store: DynRaggedStore) -> Self {
+        Arc::new(store).into()
+    }
+}
+
+impl fmt::Debug for DenseShards {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DenseShards")
+            .field("path", &self.path)
+            .field("starts", &self.starts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for RaggedShards {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RaggedShards")
+            .field("path", &self.path)
+            .field("starts", &self.starts)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::{Codec, DenseStore, RaggedStore};
+
+    /// Shards of `sizes` records (record `i` of the whole holds `i`), and
+    /// one store holding them all.
+    fn dense(dir: &Path, sizes: &[u64]) -> (DenseShards, DynDenseStore) {
+        let whole = DenseStore::<u32>::create(dir.join("whole"), &[2], Codec::Zstd).unwrap();
+        let mut shards = Vec::new();
+        let mut next = 0u32;
+        for (s, &n) in sizes.iter().enumerate() {
+            let store =
+                DenseStore::<u32>::create(dir.join(s.to_string()), &[2], Codec::Raw).unwrap();
+            let values: Vec<u32> = (next..next + n as u32).flat_map(|i| [i, !i]).collect();
+            store.append(&values).unwrap();
+            whole.append(&values).unwrap();
+            next += n as u32;
+            shards.push(Arc::new(store.into_dyn()));
+        }
+        (DenseShards::new(dir, shards).unwrap(), whole.into_dyn())
+    }
+
+    fn ragged(dir: &Path, sizes: &[u64]) -> (RaggedShards, DynRaggedStore) {
+        let whole = RaggedStore::<u16>::create(dir.join("whole"), Codec::Raw).unwrap();
+        let mut shards = Vec::new();
+        let mut next = 0u16;
+        for (s, &n) in sizes.iter().enumerate() {
+            let store = RaggedStore::<u16>::create(dir.join(s.to_string()), Codec::Zstd).unwrap();
+            let records: Vec<Vec<u16>> = (next..next + n as u16)
+                .map(|i| vec![i; 1 + i as usize % 4])
+                .collect();
+            store.append_slices(&records).unwrap();
+            whole.append_slices(&records).unwrap();
+            next += n as u16;
+            shards.push(Arc::new(store.into_dyn()));
+        }
+        (RaggedShards::new(dir, shards).unwrap(), whole.into_dyn())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// Any batch of global indices reads what one store of all the
+        /// records reads, empty shards and batches across shards included.
+        #[test]
+        fn shards_read_like_one_store(
+            sizes in prop::collection::vec(0u64..6, 1..5),
+            picks in prop::collection::vec(any::<prop::sample::Index>(), 0..12),
+        ) {
+            let total: u64 = sizes.iter().sum();
+            prop_assume!(total > 0);
+            let indices: Vec<u64> = picks.iter().map(|p| p.index(total as usize) as u64).collect();
+            let dir = tempfile::tempdir().unwrap();
+            let (shards, whole) = dense(&dir.path().join("d"), &sizes);
+            prop_assert_eq!(shards.len(), total);
+            prop_assert_eq!(shards.gather_dyn(&indices).unwrap(), whole.gather_dyn(&indices).unwrap());
+            let (shards, whole) = ragged(&dir.path().join("r"), &sizes);
+            prop_assert_eq!(shards.gather_dyn(&indices).unwrap(), whole.gather_dyn(&indices).unwrap());
+        }
+    }
+
+    #[test]
+    fn an_index_past_the_end_names_the_global_length() {
+        let dir = tempfile::tempdir().unwrap();
+        let (shards, _) = dense(dir.path(), &[2, 3]);
+        let err = shards.gather_dyn(&[0, 5]).unwrap_err();
+        assert!(
+            matches!(err, Error::IndexOutOfRange { index: 5, len: 5 }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn shards_of_other_shapes_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = DenseStore::<u8>::create(dir.path().join("a"), &[2], Codec::Raw).unwrap();
+        let b = DenseStore::<u8>::create(dir.path().join("b"), &[3], Codec::Raw).unwrap();
+        let err = DenseShards::new(
+            dir.path(),
+            vec![Arc::new(a.into_dyn()), Arc::new(b.into_dyn())],
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("[3]"), "{err}");
+    }
+}
