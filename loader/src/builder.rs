@@ -67,6 +67,36 @@ impl<T: Send + 'static> LoaderBuilder<T> {
         self
     }
 
+    /// Adds every stream of a sharded `dataset`, by its names: the loader
+    /// reads its shards as one index space.
+    ///
+    /// ```
+    /// use zrecord::{Codec, Dataset, DenseStore, shard_folder};
+    /// use zrecord_loader::{Loader, Mode};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let dir = dir.path();
+    /// for k in 0..3 {
+    ///     let shard = dir.join(shard_folder(k, 3));
+    ///     std::fs::create_dir_all(&shard)?;
+    ///     let labels = DenseStore::<i64>::create(shard.join("label"), &[], Codec::Raw)?;
+    ///     labels.append(&[10 * k as i64, 10 * k as i64 + 1])?;
+    /// }
+    /// Dataset::join(dir)?;
+    /// let mut loader = Loader::builder(6)
+    ///     .dataset(Dataset::open(dir)?)
+    ///     .mode(Mode::Sequential)
+    ///     .build()?;
+    /// let batch = loader.next_batch()?;
+    /// assert_eq!(batch.dense::<i64>("label")?.as_slice(), Some(&[0, 1, 10, 11, 20, 21][..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn dataset(mut self, dataset: zrecord::Dataset) -> Self {
+        for (name, shards) in dataset.into_streams() {
+            self.config.streams.push((name, shards.into()));
+        }
+        self
+    }
+
     /// The sampling mode (default [`Mode::Cyclic`]).
     pub fn mode(mut self, mode: Mode) -> Self {
         self.config.mode = mode;

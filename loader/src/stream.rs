@@ -3,22 +3,27 @@
 use std::sync::Arc;
 
 use zrecord::{
-    AnyStore, DType, DenseStore, DynDenseStore, DynRaggedStore, Element, RaggedStore, StoreKind,
+    AnyShards, AnyStore, DType, DenseShards, DenseStore, DynDenseStore, DynRaggedStore, Element,
+    RaggedShards, RaggedStore, StoreKind,
 };
 
 use crate::column::Column;
 
-/// A store the loader gathers from. Cheap to clone: the store is shared, so a
-/// training and a validation loader can read the same stores.
+/// A store — or a sharded dataset's stream — the loader gathers from. Cheap
+/// to clone: the stores are shared, so a training and a validation loader
+/// can read the same stores.
 ///
 /// Made with [`Stream::open`] (read-only, the way to share a store between
-/// processes), or with `From` any store type, or an `Arc` of a dtype-tagged one.
+/// processes), or with `From` any store type, an `Arc` of a dtype-tagged
+/// one, or a [`zrecord::Dataset`]'s stream (its shards read as one index
+/// space; [`LoaderBuilder::dataset`](crate::LoaderBuilder::dataset) adds
+/// them all).
 #[derive(Clone)]
 pub enum Stream {
-    /// A dense store: batches are one `(B, *item_shape)` buffer.
-    Dense(Arc<DynDenseStore>),
-    /// A ragged store: batches are packed ([`zrecord::DynRaggedBatch`]).
-    Ragged(Arc<DynRaggedStore>),
+    /// Dense records: batches are one `(B, *item_shape)` buffer.
+    Dense(Arc<DenseShards>),
+    /// Ragged records: batches are packed ([`zrecord::DynRaggedBatch`]).
+    Ragged(Arc<RaggedShards>),
 }
 
 impl Stream {
@@ -105,15 +110,48 @@ impl Stream {
     }
 }
 
+impl From<Arc<DenseShards>> for Stream {
+    fn from(shards: Arc<DenseShards>) -> Self {
+        Stream::Dense(shards)
+    }
+}
+
+impl From<DenseShards> for Stream {
+    fn from(shards: DenseShards) -> Self {
+        Stream::Dense(Arc::new(shards))
+    }
+}
+
+impl From<Arc<RaggedShards>> for Stream {
+    fn from(shards: Arc<RaggedShards>) -> Self {
+        Stream::Ragged(shards)
+    }
+}
+
+impl From<RaggedShards> for Stream {
+    fn from(shards: RaggedShards) -> Self {
+        Stream::Ragged(Arc::new(shards))
+    }
+}
+
+impl From<AnyShards> for Stream {
+    fn from(shards: AnyShards) -> Self {
+        match shards {
+            AnyShards::Dense(s) => s.into(),
+            AnyShards::Ragged(s) => s.into(),
+        }
+    }
+}
+
 impl From<Arc<DynDenseStore>> for Stream {
     fn from(store: Arc<DynDenseStore>) -> Self {
-        Stream::Dense(store)
+        DenseShards::from(store).into()
     }
 }
 
 impl From<DynDenseStore> for Stream {
     fn from(store: DynDenseStore) -> Self {
-        Stream::Dense(Arc::new(store))
+        Arc::new(store).into()
     }
 }
 
@@ -125,13 +163,13 @@ impl<T: Element> From<DenseStore<T>> for Stream {
 
 impl From<Arc<DynRaggedStore>> for Stream {
     fn from(store: Arc<DynRaggedStore>) -> Self {
-        Stream::Ragged(store)
+        RaggedShards::from(store).into()
     }
 }
 
 impl From<DynRaggedStore> for Stream {
     fn from(store: DynRaggedStore) -> Self {
-        Stream::Ragged(Arc::new(store))
+        Arc::new(store).into()
     }
 }
 

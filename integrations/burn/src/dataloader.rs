@@ -67,6 +67,8 @@ impl StoreDataLoaderBuilder {
     loader_setters! {
         /// Adds a stream: see [`LoaderBuilder::stream`].
         fn stream(name: impl Into<String>, stream: impl Into<Stream>);
+        /// Adds every stream of a sharded dataset: see [`LoaderBuilder::dataset`].
+        fn dataset(dataset: zrecord::Dataset);
         /// The seed: see [`LoaderBuilder::seed`].
         fn seed(seed: u64);
         /// This process's share of every global batch: see

@@ -225,10 +225,19 @@ pub struct StoreDatasetBuilder {
 }
 
 impl StoreDatasetBuilder {
-    /// Adds a stream: any store (dense or ragged, any dtype), or an `Arc` of
-    /// a dtype-tagged one to share it with loaders.
+    /// Adds a stream: any store (dense or ragged, any dtype), an `Arc` of a
+    /// dtype-tagged one to share it with loaders, or a dataset's stream.
     pub fn stream(mut self, name: impl Into<String>, stream: impl Into<Stream>) -> Self {
         self.streams.push((name.into(), stream.into()));
+        self
+    }
+
+    /// Adds every stream of a sharded `dataset`, by its names: items are
+    /// its global indices.
+    pub fn dataset(mut self, dataset: zrecord::Dataset) -> Self {
+        for (name, shards) in dataset.into_streams() {
+            self.streams.push((name, shards.into()));
+        }
         self
     }
 

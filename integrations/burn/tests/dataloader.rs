@@ -303,3 +303,37 @@ fn counters_add_up_over_copies() {
     assert_eq!(c.steps_delivered, 20);
     assert!(c.bytes_gathered >= 20 * 10 * 8); // prefetch may run ahead
 }
+
+#[test]
+fn a_sharded_dataset_serves_the_batches_of_one_store_and_slices_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    // The same 100 records in shards of 30, 0, 45 and 25.
+    let data = dir.path().join("data");
+    let mut next = 0i64;
+    for (k, n) in [30i64, 0, 45, 25].into_iter().enumerate() {
+        let shard = data.join(zrecord::shard_folder(k as u64, 4));
+        std::fs::create_dir_all(&shard).unwrap();
+        let store = DenseStore::<i64>::create(shard.join("v"), &[], Codec::Raw).unwrap();
+        store
+            .append(&(next..next + n).collect::<Vec<i64>>())
+            .unwrap();
+        next += n;
+    }
+    zrecord::Dataset::join(&data).unwrap();
+    let sharded = || {
+        let dataset = zrecord::Dataset::open(&data).unwrap();
+        StoreDataLoader::builder(10).dataset(dataset).seed(11)
+    };
+    let whole = values(builder(dir.path(), "one", 10));
+    let expected: Vec<_> = (0..2).map(|_| epoch(&whole)).collect();
+    let from_shards = values(sharded());
+    let got: Vec<_> = (0..2).map(|_| epoch(&from_shards)).collect();
+    assert_eq!(got, expected);
+
+    let fresh: Arc<dyn DataLoader<Vec<i64>>> = Arc::new(values(sharded()));
+    let parts = [fresh.slice(0, 50), fresh.slice(50, 100)];
+    for e in &expected {
+        let joined: Vec<Vec<i64>> = parts.iter().flat_map(|p| epoch(p.as_ref())).collect();
+        assert_eq!(&joined, e);
+    }
+}

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use candle_core::{Device, Tensor};
-use zrecord::{DynRaggedStore, RaggedLayout, StoreKind};
+use zrecord::{RaggedLayout, RaggedShards, StoreKind};
 use zrecord_loader::{Batch, Stream};
 use zrecord_vision::{BatchKey, Transform};
 
@@ -79,7 +79,7 @@ pub fn image_tensor(
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct ImagePredictor<F> {
-    store: Arc<DynRaggedStore>,
+    store: Arc<RaggedShards>,
     transform: Transform,
     device: Device,
     forward: F,

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use candle_core::{Device, Tensor};
-use zrecord::{DynDenseStore, StoreKind};
+use zrecord::{DenseShards, StoreKind};
 use zrecord_loader::Stream;
 
 use crate::Result;
@@ -70,7 +70,7 @@ pub trait Predictor: Send + Sync + 'static {
 /// `forward` sees the store's dtype as the crate's dtype table maps it (say
 /// `u8` pixels): casting and scaling belong to the model.
 pub struct StorePredictor<F> {
-    store: Arc<DynDenseStore>,
+    store: Arc<DenseShards>,
     device: Device,
     forward: F,
 }
@@ -79,9 +79,9 @@ impl<F> StorePredictor<F>
 where
     F: Fn(Tensor) -> candle_core::Result<Tensor> + Send + Sync + 'static,
 {
-    /// A predictor over `store` — any dense store, or an
-    /// `Arc<DynDenseStore>` shared with a loader — whose tensors go to
-    /// `device`.
+    /// A predictor over `store` — any dense store, an `Arc<DynDenseStore>`
+    /// shared with a loader, or a sharded dataset's dense stream (ids are
+    /// its global indices) — whose tensors go to `device`.
     ///
     /// # Errors
     /// [`Error::Loader`](crate::Error::Loader) (a wrong-kind error) for a ragged store: implement
@@ -112,8 +112,8 @@ where
         Self::new(Stream::open(path)?, device, forward)
     }
 
-    /// The store.
-    pub fn store(&self) -> &Arc<DynDenseStore> {
+    /// The records: a store, or a dataset's shards.
+    pub fn store(&self) -> &Arc<DenseShards> {
         &self.store
     }
 
