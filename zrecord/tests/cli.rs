@@ -216,6 +216,38 @@ fn mnist_imports_when_the_shared_data_is_there() {
 }
 
 #[test]
+fn npy_shards_join_into_the_whole_array() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let data = bytes(7 * 6, 3);
+    fs::write(d.join("a.npy"), npy("|u1", &[7, 2, 3], &data)).unwrap();
+    for k in 0..3 {
+        let shard = format!("{k}/3");
+        ok(&[
+            &"import",
+            &"npy",
+            &d.join("a.npy"),
+            &d.join("ds"),
+            &"--shard",
+            &shard,
+        ]);
+    }
+    assert!(ok(&[&"dataset", &"join", &d.join("ds")]).contains("3 shards, 7 records"));
+    let dataset = zrecord::Dataset::open(d.join("ds")).unwrap();
+    let records = dataset.stream("records").unwrap().as_dense().unwrap();
+    assert_eq!(records.starts(), &[0, 2, 4, 7]); // ⌊k·7/3⌋
+    let all: Vec<u64> = (0..7).collect();
+    assert_eq!(records.gather_dyn(&all).unwrap().as_bytes(), &data[..]);
+    // A missing shard keeps the dataset from being joined.
+    fs::remove_dir_all(d.join("ds").join(zrecord::shard_folder(1, 3))).unwrap();
+    fails(
+        2,
+        "shard-00001-of-00003 is missing",
+        &[&"dataset", &"join", &d.join("ds")],
+    );
+}
+
+#[test]
 fn safetensors_imports_one_tensor() {
     use safetensors::tensor::{Dtype, TensorView};
     let dir = tempfile::tempdir().unwrap();

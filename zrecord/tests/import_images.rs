@@ -221,3 +221,70 @@ fn a_list_names_images_and_labels_in_any_layout() {
     assert_eq!(labels.gather(&[0, 1]).unwrap().as_slice().unwrap(), [1, 0]);
     assert_eq!(lines(&out.join("classes.txt")), ["beagle", "tabby"]);
 }
+
+#[test]
+fn shards_imported_in_parallel_and_joined_read_as_the_whole_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    image_folder(&root);
+    let whole = dir.path().join("whole");
+    assert!(
+        zrecord(&[&"-q", &"import", &"images", &root, &whole])
+            .status
+            .success()
+    );
+
+    // Three jobs at once, as a job array would run them.
+    let data = dir.path().join("data");
+    let jobs: Vec<_> = (0..3)
+        .map(|k| {
+            let shard = format!("{k}/3");
+            Command::new(env!("CARGO_BIN_EXE_zrecord"))
+                .args(["-q", "import", "images"])
+                .args([&root, &data])
+                .args(["--shard", &shard])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut job in jobs {
+        assert!(job.wait().unwrap().success());
+    }
+    let out = zrecord(&[&"dataset", &"join", &data]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("3 shards, 4 records"));
+
+    let dataset = zrecord::Dataset::open(&data).unwrap();
+    let all: Vec<u64> = (0..4).collect();
+    let images = dataset.stream("images").unwrap().as_ragged().unwrap();
+    let expected = RaggedStore::<u8>::open(whole.join("images")).unwrap();
+    assert_eq!(
+        images.gather_dyn(&all).unwrap(),
+        expected.as_dyn().gather_dyn(&all).unwrap()
+    );
+    let labels = dataset.stream("labels").unwrap().as_dense().unwrap();
+    let expected = DenseStore::<i64>::open(whole.join("labels")).unwrap();
+    assert_eq!(
+        labels.gather_dyn(&all).unwrap(),
+        expected.as_dyn().gather_dyn(&all).unwrap()
+    );
+
+    // A bad K/N is refused by the parser; an importer without --shard says so.
+    let out = zrecord(&[&"import", &"images", &root, &data, &"--shard", &"3/3"]);
+    assert!(!out.status.success());
+    let text = dir.path().join("t.txt");
+    fs::write(&text, "a\nb\n").unwrap();
+    let out = zrecord(&[
+        &"import",
+        &"lines",
+        &text,
+        &dir.path().join("l"),
+        &"--shard",
+        &"0/2",
+    ]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not take --shard"));
+}

@@ -108,6 +108,20 @@ impl ArrayFile {
         Ok(())
     }
 
+    /// Passes over the next `bytes` bytes of data (reading through them: the
+    /// data may be a gzip stream), to start at a later record.
+    ///
+    /// # Errors
+    /// As [`read_exact`](Self::read_exact).
+    pub fn skip(&mut self, bytes: u64) -> Result<()> {
+        let skipped = std::io::copy(&mut (&mut self.reader).take(bytes), &mut std::io::sink())
+            .map_err(Error::io("read", &self.path))?;
+        if skipped < bytes {
+            return Err(self.invalid("truncated: the data is shorter than its header says"));
+        }
+        Ok(())
+    }
+
     /// Reads the whole array into memory.
     ///
     /// # Errors

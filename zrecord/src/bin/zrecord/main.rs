@@ -5,6 +5,7 @@
 
 mod bench;
 mod compact;
+mod dataset;
 mod export;
 mod import;
 mod info;
@@ -58,6 +59,9 @@ enum Command {
     Recode(recode::Args),
     /// Measure random-batch gather throughput of a store on this machine.
     Bench(bench::Args),
+    /// Sharded datasets: join the shards written by `import --shard`.
+    #[command(subcommand)]
+    Dataset(dataset::Dataset),
 }
 
 /// Codec choices on the command line.
@@ -117,7 +121,7 @@ fn create_store(
 }
 
 /// Where a new store goes and how it is encoded: shared by every import.
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 struct Target {
     /// The store to create.
     store: PathBuf,
@@ -134,6 +138,55 @@ struct Target {
     /// Replace an existing store at the target.
     #[arg(long)]
     force: bool,
+    /// Import only shard K of N (counting from 0) of the input, into
+    /// `STORE/shard-KKKKK-of-NNNNN`: N jobs write a sharded dataset in
+    /// parallel, and `zrecord dataset join STORE` completes it.
+    #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+    shard: Option<(u64, u64)>,
+}
+
+impl Target {
+    /// The part of `total` input items this import takes: all of them, or
+    /// shard K's `⌊K·total/N⌋..⌊(K+1)·total/N⌋`.
+    fn share(&self, total: usize) -> std::ops::Range<usize> {
+        match self.shard {
+            None => 0..total,
+            Some((k, n)) => {
+                let at = |k: u64| (k as u128 * total as u128 / n as u128) as usize;
+                at(k)..at(k + 1)
+            }
+        }
+    }
+
+    /// Refuses `--shard` for an importer that reads its input whole.
+    fn refuse_shard(&self, importer: &str) -> anyhow::Result<()> {
+        if self.shard.is_some() {
+            anyhow::bail!(
+                "`import {importer}` does not take --shard: `import files`, `images`, `npy`, \
+                 `idx` and `parquet` do; import each part of the input into DATASET/shard-K-of-N instead"
+            );
+        }
+        Ok(())
+    }
+
+    /// With `--shard`, the target becomes the shard's folder in the dataset.
+    fn into_shard(mut self) -> Target {
+        if let Some((k, n)) = self.shard {
+            self.store = self.store.join(zrecord::shard_folder(k, n));
+        }
+        self
+    }
+}
+
+/// `K/N` with `K < N`.
+fn parse_shard(text: &str) -> Result<(u64, u64), String> {
+    let parsed = text
+        .split_once('/')
+        .and_then(|(k, n)| Some((k.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
+    match parsed {
+        Some((k, n)) if k < n => Ok((k, n)),
+        _ => Err(format!("{text:?} is not K/N with 0 <= K < N (e.g. 3/16)")),
+    }
 }
 
 /// A failure and the exit code it maps to.
@@ -163,6 +216,7 @@ fn main() -> ExitCode {
         Command::TrainDict(args) => train_dict::run(args).map_err(Failure::from),
         Command::Recode(args) => recode::run(args, quiet).map_err(Failure::from),
         Command::Bench(args) => bench::run(args, quiet).map_err(Failure::from),
+        Command::Dataset(command) => dataset::run(command).map_err(Failure::from),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

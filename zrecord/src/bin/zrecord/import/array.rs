@@ -33,7 +33,11 @@ pub(crate) fn run(
         dtype,
         item_shape: item_shape.to_vec(),
     };
-    write_store(&args.target, schema, records as u64, quiet, &[], |sink| {
+    let share = args.target.share(records);
+    array.skip((share.start * record_bytes) as u64)?;
+    let records = share.len();
+    let target = args.target.into_shard();
+    write_store(&target, schema, records as u64, quiet, &[], |sink| {
         let per_chunk = chunk_records(record_bytes);
         let mut buf = vec![0u8; per_chunk * record_bytes];
         let mut left = records;

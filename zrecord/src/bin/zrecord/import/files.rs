@@ -21,11 +21,11 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args, quiet: bool) -> Result<()> {
-    import(&args.dir, args.glob.as_deref(), &args.target, quiet)
+    import(&args.dir, args.glob.as_deref(), args.target, quiet)
         .with_context(|| args.dir.display().to_string())
 }
 
-fn import(dir: &Path, pattern: Option<&str>, target: &Target, quiet: bool) -> Result<()> {
+fn import(dir: &Path, pattern: Option<&str>, target: Target, quiet: bool) -> Result<()> {
     if !dir.is_dir() {
         bail!("not a folder");
     }
@@ -36,8 +36,10 @@ fn import(dir: &Path, pattern: Option<&str>, target: &Target, quiet: bool) -> Re
     let mut files = Vec::new();
     walk(dir, dir, pattern.as_ref(), &mut files)?;
     files.sort();
+    let files = &files[target.share(files.len())];
+    let target = target.into_shard();
     let mut paths = String::new();
-    for (path, _) in &files {
+    for (path, _) in files {
         let text = path
             .to_str()
             .with_context(|| format!("{} is not valid UTF-8", path.display()))?;
@@ -49,7 +51,7 @@ fn import(dir: &Path, pattern: Option<&str>, target: &Target, quiet: bool) -> Re
     }
     let extra = [("paths.txt", paths.as_bytes())];
     write_store(
-        target,
+        &target,
         Schema::Ragged { dtype: DType::U8 },
         files.len() as u64,
         quiet,
@@ -57,7 +59,7 @@ fn import(dir: &Path, pattern: Option<&str>, target: &Target, quiet: bool) -> Re
         |sink| {
             let mut batch = RaggedBatch::<u8>::new();
             let mut bytes = 0;
-            for (path, _) in &files {
+            for (path, _) in files {
                 let content = std::fs::read(dir.join(path))
                     .with_context(|| format!("cannot read {}", path.display()))?;
                 bytes += content.len();

@@ -69,7 +69,13 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
         Some(list) => ImageFolder::from_list(&args.dir, list)?,
         None => ImageFolder::scan(&args.dir)?,
     };
-    let (items, classes) = (&folder.images, &folder.classes);
+    // Classes come from the whole input, so every shard numbers them alike.
+    let items = &folder.images[args.target.share(folder.images.len())];
+    let classes = &folder.classes;
+    if items.is_empty() {
+        bail!("no images to import (in this shard)");
+    }
+    let target = args.target.clone().into_shard();
     let resize = args
         .resize
         .map(|size| {
@@ -78,15 +84,16 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
         })
         .transpose()?;
 
-    let staged = Staged::new(&args.target.store, args.target.force)?;
+    let staged = Staged::new(&target.store, target.force)?;
     std::fs::create_dir(staged.path())
         .with_context(|| format!("cannot create {}", staged.path().display()))?;
     let part = |name: &str, codec: CodecArg| Target {
         store: staged.path().join(name),
         codec,
-        tier: args.target.tier,
-        level: args.target.level,
+        tier: target.tier,
+        level: target.level,
         force: false,
+        shard: None,
     };
     let shape = match &resize {
         Some(t) => Schema::Dense {
@@ -98,7 +105,7 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
     let mut kept = Vec::with_capacity(items.len());
     let mut skipped = Vec::new();
     write_store(
-        &part("images", args.target.codec),
+        &part("images", target.codec),
         shape,
         items.len() as u64,
         quiet,
@@ -174,7 +181,7 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
         "imported {} images of {} classes into {}{}",
         kept.len(),
         classes.len(),
-        args.target.store.display(),
+        target.store.display(),
         if skipped.is_empty() {
             String::new()
         } else {

@@ -22,6 +22,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args, quiet: bool) -> Result<()> {
+    args.target.refuse_shard("safetensors")?;
     import(&args.file, &args.tensor, &args.target, quiet)
         .with_context(|| args.file.display().to_string())
 }

@@ -52,6 +52,7 @@ trait Source {
 }
 
 pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
+    args.target.refuse_shard("loaderx")?;
     let source = open(&args.dir)?;
     let mut decoder = Decoder::new(source.compression())?;
     let source = source.as_source();

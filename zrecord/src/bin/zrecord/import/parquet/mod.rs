@@ -57,6 +57,12 @@ struct Output {
 
 pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
     let files = parquet_files(&args.input)?;
+    // A shard is a run of whole files.
+    let files = files[args.target.share(files.len())].to_vec();
+    if files.is_empty() {
+        bail!("no Parquet files to import (in this shard: fewer files than shards)");
+    }
+    let target = args.target.clone().into_shard();
     let (schema, rows) = survey(&files)?;
     let chosen: Vec<usize> = match args.columns.is_empty() {
         true => (0..schema.fields().len()).collect(),
@@ -73,13 +79,13 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
             .collect::<Result<_>>()?,
     };
 
-    let staged = Staged::new(&args.target.store, args.target.force)?;
+    let staged = Staged::new(&target.store, target.force)?;
     std::fs::create_dir_all(staged.path())
         .with_context(|| format!("cannot create {}", staged.path().display()))?;
-    let dict = matches!(args.target.codec, CodecArg::ZstdDict);
+    let dict = matches!(target.codec, CodecArg::ZstdDict);
     let codec = match dict {
         true => Codec::Raw,
-        false => crate::codec(args.target.codec, None)?,
+        false => crate::codec(target.codec, None)?,
     };
     let mut outputs = Vec::new();
     for &i in &chosen {
@@ -107,7 +113,7 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
                 &path,
                 &shape,
                 codec.clone(),
-                args.target.level.filter(|_| !dict),
+                target.level.filter(|_| !dict),
             )?,
             shape,
             converter: Converter::new(name, fill, args.flatten),
@@ -148,7 +154,7 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
     bar.finish_and_clear();
 
     for o in outputs {
-        finish(o, staged.path(), &args.target, quiet)?;
+        finish(o, staged.path(), &target, quiet)?;
     }
     staged.commit()
 }

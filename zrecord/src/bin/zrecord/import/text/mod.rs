@@ -71,6 +71,7 @@ enum TokenDType {
 }
 
 pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
+    args.target.refuse_shard("text")?;
     let tokenizer = Tokenizer::load(&args.tokenizer)?;
     let eod = tokenizer.eod(args.eod.as_deref())?;
     let format = args.format.unwrap_or_else(|| Format::guess(&args.file));
