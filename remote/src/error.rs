@@ -93,6 +93,11 @@ pub enum Error {
         objects: usize,
     },
 
+    /// A sharded dataset's manifest is damaged, or a shard differs from it
+    /// (or does not open as a store).
+    #[error("dataset: {0}")]
+    Dataset(#[source] zrecord::Error),
+
     /// A push or pull cannot go on.
     #[error("cannot copy {what}: {reason}")]
     Transfer {

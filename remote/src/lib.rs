@@ -39,6 +39,7 @@
 //! `azure`, `http`; `file://` URLs always work.
 
 mod cache;
+mod dataset;
 mod error;
 mod fetch;
 mod lock;
@@ -49,6 +50,7 @@ mod runtime;
 mod stats;
 mod transfer;
 
+pub use dataset::{open_dataset, open_dataset_with_store};
 pub use error::{Error, Result};
 pub use options::RemoteOptions;
 pub use remote::Remote;

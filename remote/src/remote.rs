@@ -92,13 +92,33 @@ impl Remote {
     ) -> Result<Remote> {
         let url = url.trim_end_matches('/').to_string();
         let prefix = ObjectPath::from(prefix.trim_matches('/'));
+        let listing = list_under(&store, &prefix, &url)?;
+        Self::from_listing(store, &url, listing, options)
+    }
+
+    /// The store folder `url` whose objects `listing` holds (their paths
+    /// below the folder, and metadata): how a dataset's stores are opened
+    /// from one listing of the dataset.
+    pub(crate) fn from_listing(
+        store: Arc<dyn ObjectStore>,
+        url: &str,
+        listing: Vec<(Vec<String>, ObjectMeta)>,
+        options: RemoteOptions,
+    ) -> Result<Remote> {
+        let url = url.trim_end_matches('/').to_string();
         let stats = Arc::new(Stats::default());
         let fetcher = Fetcher {
             store: Arc::clone(&store),
             policy: options.policy,
             stats: Arc::clone(&stats),
         };
-        let objects = list(&store, &prefix, &url)?;
+        let objects = objects(listing, &url);
+        if objects.contains_key(zrecord::dataset::MANIFEST_FILE) && !objects.contains_key(HEADER) {
+            return Err(Error::Url {
+                url,
+                reason: "it holds a sharded dataset (dataset.zr): open it with open_dataset".into(),
+            });
+        }
         if !objects.is_empty() && !objects.contains_key(HEADER) {
             return Err(Error::Incomplete {
                 url,
@@ -245,14 +265,10 @@ pub(crate) fn list_under(
         .collect())
 }
 
-/// Lists the objects directly under `prefix`, by name.
-fn list(
-    store: &Arc<dyn ObjectStore>,
-    prefix: &ObjectPath,
-    url: &str,
-) -> Result<HashMap<String, Arc<ObjectInfo>>> {
+/// The objects of `listing` directly in the folder `url`, by name.
+fn objects(listing: Vec<(Vec<String>, ObjectMeta)>, url: &str) -> HashMap<String, Arc<ObjectInfo>> {
     let mut objects = HashMap::new();
-    for (parts, meta) in list_under(store, prefix, url)? {
+    for (parts, meta) in listing {
         let Ok([name]) = <[String; 1]>::try_from(parts) else {
             continue; // deeper than the folder: not one of its files
         };
@@ -277,7 +293,7 @@ fn list(
             }),
         );
     }
-    Ok(objects)
+    objects
 }
 
 /// The object store and folder a URL names, configured from the

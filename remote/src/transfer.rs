@@ -3,12 +3,14 @@
 
 use std::fs::{self, File};
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
+
+use zrecord::dataset::MANIFEST_FILE;
 
 use crate::remote::{list_under, store_for_url};
 use crate::{Error, RemoteOptions, Result, runtime};
@@ -24,20 +26,22 @@ const PARTS_IN_FLIGHT: usize = 4;
 /// What [`push`] or [`pull`] copied.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TransferReport {
-    /// Each store copied: its folder name under the destination (empty for
-    /// a single store), files and bytes.
+    /// Each store copied: its folder under the destination (`/`-separated;
+    /// empty for a single store), its files and bytes.
     pub stores: Vec<(String, usize, u64)>,
     /// Bytes copied in all.
     pub bytes: u64,
 }
 
-/// Uploads the store at `local` — or, when `local` holds stores in its
-/// subfolders (a dataset: `images/`, `labels/`, …), each of them — to the
-/// folder `url` in object storage.
+/// Uploads the store at `local` — or every file of a folder of stores (an
+/// import's `images/`, `labels/` and `classes.txt`), or of a sharded
+/// dataset (its shard folders and `dataset.zr`) — to the folder `url` in
+/// object storage.
 ///
-/// Each store's files are uploaded with bounded memory (parts of 8 MiB),
-/// `store.zr` last: until it arrives, opening the remote folder fails with
-/// [`Error::Incomplete`]. Each object's size is checked after upload, and
+/// Files are uploaded with bounded memory (parts of 8 MiB), each store's
+/// `store.zr` after every other file and a dataset's `dataset.zr` last of
+/// all: until they arrive, opening the remote store fails with
+/// [`Error::Incomplete`], and so does [`open_dataset`](crate::open_dataset). Each object's size is checked after upload, and
 /// its CRC-32C against the local file's, read back, when `verify`.
 /// `progress` is called with bytes done and bytes in all.
 ///
@@ -56,7 +60,7 @@ pub fn push(
     verify: bool,
     mut progress: impl FnMut(u64, u64),
 ) -> Result<TransferReport> {
-    let stores = local_stores(local)?;
+    let (files, stores) = upload_plan(local)?;
     let (store, prefix) = store_for_url(url, &options.store_options)?;
     let prefix = ObjectPath::from(prefix.trim_matches('/'));
     if let Some(existing) = first_object(&store, &prefix, url)? {
@@ -67,39 +71,34 @@ pub fn push(
     }
     // Hold every store open read-only (a shared lock) while it is copied.
     let mut guards = Vec::new();
-    let mut plan = Vec::new();
-    for (name, dir) in &stores {
-        let guard = zrecord::AnyStore::open_read_only(dir)
+    for folder in &stores {
+        let dir = local.join(folder);
+        let guard = zrecord::AnyStore::open_read_only(&dir)
             .map_err(|e| transfer(&dir.display().to_string(), e.to_string()))?;
         guards.push(guard);
-        plan.push((name.clone(), dir.clone(), upload_order(dir)?));
     }
-    let total: u64 = plan
-        .iter()
-        .flat_map(|(_, _, files)| files.iter().map(|(_, len)| len))
-        .sum();
+    let total: u64 = files.iter().map(|(_, len)| len).sum();
     let mut report = TransferReport::default();
-    for (name, dir, files) in plan {
-        let folder = if name.is_empty() {
-            prefix.clone()
-        } else {
-            prefix.clone().join(name.as_str())
-        };
-        let mut bytes = 0;
-        for (file, len) in &files {
-            let path = dir.join(file);
-            let object = folder.clone().join(file.as_str());
-            let crc = upload(&store, &path, &object, *len, url)?;
-            check_size(&store, &object, *len, url)?;
-            if verify {
-                check_crc(&store, &object, *len, crc, url)?;
-            }
-            bytes += len;
-            report.bytes += len;
-            progress(report.bytes, total);
+    let mut per_store = vec![(0usize, 0u64); stores.len()];
+    for (file, len) in &files {
+        let object = file.split('/').fold(prefix.clone(), |o, part| o.join(part));
+        let crc = upload(&store, &local.join(file), &object, *len, url)?;
+        check_size(&store, &object, *len, url)?;
+        if verify {
+            check_crc(&store, &object, *len, crc, url)?;
         }
-        report.stores.push((name, files.len(), bytes));
+        if let Some(s) = stores.iter().position(|f| parent(file) == f.as_str()) {
+            per_store[s].0 += 1;
+            per_store[s].1 += len;
+        }
+        report.bytes += len;
+        progress(report.bytes, total);
     }
+    report.stores = stores
+        .into_iter()
+        .zip(per_store)
+        .map(|(folder, (n, bytes))| (folder, n, bytes))
+        .collect();
     drop(guards);
     Ok(report)
 }
@@ -128,53 +127,39 @@ pub fn pull(
     let (store, prefix) = store_for_url(url, &options.store_options)?;
     let prefix = ObjectPath::from(prefix.trim_matches('/'));
     let listed = list_all(&store, &prefix, url)?;
-    // Group the objects by store folder: "" for a single store.
-    let mut stores: std::collections::BTreeMap<String, Vec<(String, ObjectPath, u64)>> =
-        Default::default();
-    for (relative, object, len) in listed {
-        let (folder, file) = match relative.rsplit_once('/') {
-            Some((folder, file)) if !folder.contains('/') => (folder.to_string(), file),
-            None => (String::new(), relative.as_str()),
-            Some(_) => continue, // deeper than a dataset's stores
-        };
-        let file = file.to_string();
-        stores.entry(folder).or_default().push((file, object, len));
-    }
-    if stores.is_empty() {
+    if listed.is_empty() {
         return Err(transfer(url, "no objects there".into()));
     }
-    for (folder, files) in &stores {
-        if !files.iter().any(|(file, _, _)| file == HEADER) {
-            return Err(Error::Incomplete {
-                url: if folder.is_empty() {
-                    url.into()
-                } else {
-                    format!("{url}/{folder}")
-                },
-                objects: files.len(),
-            });
-        }
-    }
-    let parent = local.parent().filter(|p| !p.as_os_str().is_empty());
-    let parent = parent.unwrap_or(Path::new("."));
+    check_complete(&listed, url)?;
+    let beside = local.parent().filter(|p| !p.as_os_str().is_empty());
+    let beside = beside.unwrap_or(Path::new("."));
     let staging = tempfile::Builder::new()
         .prefix(".zrecord-pull-")
-        .tempdir_in(parent)
-        .map_err(Error::cache("create a folder in", parent))?;
-    let total: u64 = stores.values().flatten().map(|(_, _, len)| len).sum();
+        .tempdir_in(beside)
+        .map_err(Error::cache("create a folder in", beside))?;
+    let total: u64 = listed.iter().map(|(_, _, len)| len).sum();
     let mut report = TransferReport::default();
-    for (folder, files) in &stores {
-        let dir = staging.path().join(folder);
-        fs::create_dir_all(&dir).map_err(Error::cache("create", &dir))?;
-        let mut bytes = 0;
-        for (file, object, len) in files {
-            download(&store, object, *len, &dir.join(file), url)?;
-            bytes += len;
-            report.bytes += len;
-            progress(report.bytes, total);
+    let mut stores: std::collections::BTreeMap<&str, (usize, u64)> = Default::default();
+    for (relative, object, len) in &listed {
+        let path = staging.path().join(relative);
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).map_err(Error::cache("create", dir))?;
         }
-        report.stores.push((folder.clone(), files.len(), bytes));
+        download(&store, object, *len, &path, url)?;
+        let entry = stores.entry(parent(relative)).or_default();
+        entry.0 += 1;
+        entry.1 += len;
+        report.bytes += len;
+        progress(report.bytes, total);
     }
+    let folders = store_folders(listed.iter().map(|(r, _, _)| r.as_str()));
+    report.stores = folders
+        .into_iter()
+        .map(|f| {
+            let (n, bytes) = stores.get(f.as_str()).copied().unwrap_or_default();
+            (f, n, bytes)
+        })
+        .collect();
     let staged = staging.keep();
     fs::rename(&staged, local).map_err(|e| {
         let _ = fs::remove_dir_all(&staged);
@@ -183,48 +168,110 @@ pub fn pull(
     Ok(report)
 }
 
-/// The stores under `local`: itself (name "") or its subfolders that are stores.
-fn local_stores(local: &Path) -> Result<Vec<(String, PathBuf)>> {
-    if local.join(HEADER).is_file() {
-        return Ok(vec![(String::new(), local.into())]);
-    }
-    let mut stores = Vec::new();
-    let entries = fs::read_dir(local).map_err(Error::cache("list", local))?;
-    for entry in entries {
-        let entry = entry.map_err(Error::cache("list", local))?;
-        let path = entry.path();
-        let is_store = entry.file_type().is_ok_and(|t| t.is_dir()) && path.join(HEADER).is_file();
-        if let (true, Some(name)) = (is_store, entry.file_name().to_str()) {
-            stores.push((name.to_string(), path));
+/// A file to upload: its `/`-separated path below the folder, and size.
+type LocalFile = (String, u64);
+
+/// Every file under `local` (`/`-separated paths below it, and sizes) in
+/// upload order — ordinary files, then each store's `store.zr`, then a
+/// dataset's `dataset.zr` — and the store folders (`""` for `local` itself).
+/// Names starting with `.` (staging leftovers) are left out.
+fn upload_plan(local: &Path) -> Result<(Vec<LocalFile>, Vec<String>)> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<LocalFile>) -> Result<()> {
+        for entry in fs::read_dir(dir).map_err(Error::cache("list", dir))? {
+            let entry = entry.map_err(Error::cache("list", dir))?;
+            let path = entry.path();
+            let name = entry.file_name();
+            if name.to_str().is_none_or(|n| n.starts_with('.')) {
+                continue;
+            }
+            let kind = entry.file_type().map_err(Error::cache("read", &path))?;
+            if kind.is_dir() {
+                walk(root, &path, out)?;
+            } else if kind.is_file() {
+                let len = entry.metadata().map_err(Error::cache("read", &path))?.len();
+                let relative = path.strip_prefix(root).unwrap_or(&path);
+                let parts: Vec<&str> = relative.iter().filter_map(|p| p.to_str()).collect();
+                out.push((parts.join("/"), len));
+            }
         }
+        Ok(())
     }
+    let mut files = Vec::new();
+    walk(local, local, &mut files)?;
+    let stores = store_folders(files.iter().map(|(f, _)| f.as_str()));
     if stores.is_empty() {
         return Err(transfer(
             &local.display().to_string(),
             "it is not a store and holds no stores".into(),
         ));
     }
-    stores.sort();
-    Ok(stores)
+    let rank = |file: &str| match file {
+        MANIFEST_FILE => 2,
+        _ if file == HEADER || file.ends_with(&format!("/{HEADER}")) => 1,
+        _ => 0,
+    };
+    files.sort_by(|(a, _), (b, _)| (rank(a), a).cmp(&(rank(b), b)));
+    Ok((files, stores))
 }
 
-/// A store folder's regular files with their sizes, `store.zr` last.
-fn upload_order(dir: &Path) -> Result<Vec<(String, u64)>> {
-    let mut files = Vec::new();
-    for entry in fs::read_dir(dir).map_err(Error::cache("list", dir))? {
-        let entry = entry.map_err(Error::cache("list", dir))?;
-        let meta = entry
-            .metadata()
-            .map_err(Error::cache("read", entry.path()))?;
-        let Some(name) = entry.file_name().to_str().map(String::from) else {
-            continue;
-        };
-        if entry.file_type().is_ok_and(|t| t.is_file()) {
-            files.push((name, meta.len()));
+/// The folder of a `/`-separated file path (`""` at the top).
+fn parent(file: &str) -> &str {
+    file.rsplit_once('/').map_or("", |(folder, _)| folder)
+}
+
+/// The folders holding a `store.zr` among `files`, sorted.
+fn store_folders<'a>(files: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut folders: Vec<String> = files
+        .filter(|f| f.rsplit('/').next() == Some(HEADER))
+        .map(|f| parent(f).to_string())
+        .collect();
+    folders.sort();
+    folders
+}
+
+/// A pull copies only finished uploads: every folder of files is a store
+/// with its `store.zr` (sent last of its store) or lies above stores, and a
+/// dataset — stores in shard folders — has its `dataset.zr` (sent last).
+fn check_complete(listed: &[(String, ObjectPath, u64)], url: &str) -> Result<()> {
+    let folder_url = |f: &str| {
+        if f.is_empty() {
+            url.to_string()
+        } else {
+            format!("{url}/{f}")
+        }
+    };
+    let stores = store_folders(listed.iter().map(|(r, _, _)| r.as_str()));
+    // A folder of files is a store only with its header; loose files (an
+    // import's classes.txt) lie in a folder above stores.
+    let above_a_store = |folder: &str| {
+        stores
+            .iter()
+            .any(|s| folder.is_empty() || s.starts_with(&format!("{folder}/")))
+    };
+    for (relative, _, _) in listed {
+        let folder = parent(relative);
+        if !stores.iter().any(|s| s == folder) && !above_a_store(folder) {
+            let objects = listed
+                .iter()
+                .filter(|(r, _, _)| parent(r) == folder)
+                .count();
+            return Err(Error::Incomplete {
+                url: folder_url(folder),
+                objects,
+            });
         }
     }
-    files.sort_by_key(|(name, _)| (name == HEADER, name.clone()));
-    Ok(files)
+    if stores.is_empty() {
+        return Err(transfer(url, "it holds no whole store".into()));
+    }
+    let sharded = stores.iter().any(|s| s.contains('/'));
+    if sharded && !listed.iter().any(|(r, _, _)| r == MANIFEST_FILE) {
+        return Err(Error::Incomplete {
+            url: url.into(),
+            objects: listed.len(),
+        });
+    }
+    Ok(())
 }
 
 /// Uploads one file; returns its CRC-32C.

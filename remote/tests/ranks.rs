@@ -1,16 +1,15 @@
-//! Data-parallel ranks as separate processes, reading one store in object
-//! storage through one node cache: at every step the ranks' batches
+//! Data-parallel ranks as separate processes, reading one sharded dataset
+//! in object storage through one node cache: at every step the ranks' batches
 //! together are the one-process global batch, and a run stopped on 4 ranks
 //! resumes on 3 with the same global batches.
 
 mod support;
 
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 
-use zrecord::{Codec, DenseStore, DynDenseStore, OpenOptions};
+use zrecord::{Codec, Dataset, DenseStore, shard_folder};
 use zrecord_loader::{Batch, Loader, LoaderState, Mode};
-use zrecord_remote::Remote;
+use zrecord_remote::{open_dataset, push};
 
 /// Neither 4 nor 3 divides it: the ranks' slices are uneven (6, 7, 6, 7 and 8, 9, 9).
 const BATCH: u64 = 26;
@@ -34,13 +33,8 @@ fn loader(
     let options = support::s3_options(endpoint)
         .cache(cache, 1 << 30)
         .block_bytes(16 << 10);
-    let remote = Arc::new(Remote::open(url, options).unwrap());
-    let store = DynDenseStore::open_in(remote, OpenOptions::new().read_only(true))
-        .unwrap()
-        .typed::<u8>()
-        .unwrap();
     let mut builder = Loader::builder(BATCH)
-        .stream("x", store)
+        .dataset(open_dataset(url, options).unwrap())
         .mode(Mode::Cyclic)
         .seed(11)
         .workers(2)
@@ -136,13 +130,28 @@ fn ranks(
 fn four_ranks_then_three_see_the_one_process_global_batches() {
     let endpoint = server_or_skip!();
     let dir = tempfile::tempdir().unwrap();
-    let store = DenseStore::<u8>::create(dir.path(), &[100], Codec::Raw).unwrap();
-    let bytes: Vec<u8> = (0..1_000 * 100).map(|i| (i / 100 % 251) as u8).collect();
-    store.append(&bytes).unwrap();
-    drop(store);
+    // 1,000 records in four shards of 250, written one by one and joined.
+    for k in 0..4u64 {
+        let shard = dir.path().join(shard_folder(k, 4));
+        std::fs::create_dir(&shard).unwrap();
+        let store = DenseStore::<u8>::create(shard.join("x"), &[100], Codec::Raw).unwrap();
+        let first = k as usize * 250;
+        let bytes: Vec<u8> = (first * 100..(first + 250) * 100)
+            .map(|i| (i / 100 % 251) as u8)
+            .collect();
+        store.append(&bytes).unwrap();
+    }
+    Dataset::join(dir.path()).unwrap();
     let bucket = support::bucket(endpoint, "ranks");
-    support::upload(endpoint, &bucket, "x", dir.path());
     let url = format!("s3://{bucket}/x");
+    push(
+        dir.path(),
+        &url,
+        &support::s3_options(endpoint),
+        false,
+        |_, _| {},
+    )
+    .unwrap();
     let cache = tempfile::tempdir().unwrap();
     let cache = cache.path().to_str().unwrap().to_string();
 

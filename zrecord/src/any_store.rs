@@ -146,6 +146,23 @@ impl AnyStore {
         })
     }
 
+    /// Opens the store in a [`Storage`](crate::storage::Storage) of your own,
+    /// whichever kind it is (`options`' [`io`](OpenOptions::io) aside: the
+    /// storage decides).
+    ///
+    /// # Errors
+    /// As [`DynDenseStore::open_in`].
+    pub fn open_in(
+        storage: std::sync::Arc<dyn crate::storage::Storage>,
+        options: OpenOptions,
+    ) -> Result<AnyStore> {
+        let engine = Engine::open_in(storage, options)?;
+        Ok(match engine.identity() {
+            TypeIdentity::Dense { .. } => AnyStore::Dense(DynDenseStore::from_engine(engine)?),
+            TypeIdentity::Ragged { .. } => AnyStore::Ragged(DynRaggedStore::from_engine(engine)?),
+        })
+    }
+
     /// Creates an empty store of `schema` at `path`.
     ///
     /// # Errors
