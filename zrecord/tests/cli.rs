@@ -235,7 +235,8 @@ fn npy_shards_join_into_the_whole_array() {
     assert!(ok(&[&"dataset", &"join", &d.join("ds")]).contains("3 shards, 7 records"));
     let dataset = zrecord::Dataset::open(d.join("ds")).unwrap();
     let records = dataset.stream("records").unwrap().as_dense().unwrap();
-    assert_eq!(records.starts(), &[0, 2, 4, 7]); // ⌊k·7/3⌋
+    assert_eq!(records.starts(), &[0, 3, 6, 7]); // shards of ⌈7/3⌉ but the last
+    assert_eq!(dataset.shard_block(), Some(3));
     let all: Vec<u64> = (0..7).collect();
     assert_eq!(records.gather_dyn(&all).unwrap().as_bytes(), &data[..]);
     // A missing shard keeps the dataset from being joined.

@@ -301,6 +301,19 @@ impl Dataset {
         self.len() == 0
     }
 
+    /// The records of every shard but the last, when they are all equal
+    /// (and the last holds no more): the block size with which the
+    /// sampler's block shuffle (`zsampler::Mode::Block`) makes each block a
+    /// whole shard, so a window of `w` blocks reads `w` shards at a time.
+    /// `zrecord import --shard K/N` writes shards this way.
+    pub fn shard_block(&self) -> Option<u64> {
+        let shards = &self.manifest.shards;
+        let first = shards.first()?.records;
+        let (last, rest) = shards.split_last()?;
+        let equal = rest.iter().all(|s| s.records == first) && last.records <= first;
+        (equal && first > 0).then_some(first)
+    }
+
     /// The stream called `name`.
     pub fn stream(&self, name: &str) -> Option<&AnyShards> {
         self.streams.iter().find(|(n, _)| n == name).map(|(_, s)| s)

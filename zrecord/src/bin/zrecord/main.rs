@@ -147,12 +147,15 @@ struct Target {
 
 impl Target {
     /// The part of `total` input items this import takes: all of them, or
-    /// shard K's `⌊K·total/N⌋..⌊(K+1)·total/N⌋`.
+    /// shard K's `K·c .. (K+1)·c` with `c = ⌈total/N⌉` (cut at `total`).
+    /// Every shard but the last then holds `c` records, so block shuffles
+    /// of `c` records align their blocks with the shards.
     fn share(&self, total: usize) -> std::ops::Range<usize> {
         match self.shard {
             None => 0..total,
             Some((k, n)) => {
-                let at = |k: u64| (k as u128 * total as u128 / n as u128) as usize;
+                let c = total.div_ceil(n as usize);
+                let at = |k: u64| (k as usize).saturating_mul(c).min(total);
                 at(k)..at(k + 1)
             }
         }

@@ -72,9 +72,6 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
     // Classes come from the whole input, so every shard numbers them alike.
     let items = &folder.images[args.target.share(folder.images.len())];
     let classes = &folder.classes;
-    if items.is_empty() {
-        bail!("no images to import (in this shard)");
-    }
     let target = args.target.clone().into_shard();
     let resize = args
         .resize
@@ -148,7 +145,7 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
             Ok(())
         },
     )?;
-    if kept.is_empty() {
+    if kept.is_empty() && !items.is_empty() {
         bail!("every image failed to decode");
     }
     let labels: Vec<u8> = kept.iter().flat_map(|i| i.label.to_le_bytes()).collect();

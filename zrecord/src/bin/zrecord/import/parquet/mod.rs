@@ -60,7 +60,7 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
     // A shard is a run of whole files.
     let files = files[args.target.share(files.len())].to_vec();
     if files.is_empty() {
-        bail!("no Parquet files to import (in this shard: fewer files than shards)");
+        bail!("no Parquet files for this shard (fewer files than shards): use fewer shards");
     }
     let target = args.target.clone().into_shard();
     let (schema, rows) = survey(&files)?;
