@@ -9,11 +9,20 @@
 //!
 //! ```text
 //! cargo run --release --example burn_mnist -- MNIST_DIR [--epochs N] [--batch B] [--stores DIR]
+//! cargo run --release --example burn_mnist --features remote -- MNIST_DIR --via s3://bucket/mnist
 //! ```
+//!
+//! Each split is written as a sharded dataset (`--shards N`, default 1) and
+//! read through `Dataset`. With `--via URL` (and the example built with
+//! feature `remote`) both splits are pushed to object storage and the model
+//! trains from there, through a local cache: credentials, region and
+//! endpoint come from the environment (`AWS_ACCESS_KEY_ID`,
+//! `AWS_ENDPOINT_URL`, …).
 //!
 //! Where to get the files: see the README ("Burn"). This file is
 //! self-contained: copy it into a crate of your own along with the
-//! dependencies the README's Burn section lists, and zrecord's `idx` feature.
+//! dependencies the README's Burn section lists, and zrecord's `idx` feature
+//! (and `zrecord-remote` for `--via`).
 
 use std::error::Error;
 use std::path::{Path, PathBuf};
@@ -32,7 +41,7 @@ use burn::train::metric::{AccuracyMetric, LossMetric};
 use burn::train::{
     ClassificationOutput, InferenceStep, Learner, SupervisedTraining, TrainOutput, TrainStep,
 };
-use zrecord::{Codec, DenseStore};
+use zrecord::{Codec, Dataset, DenseStore, shard_folder};
 use zrecord_burn::{Batch, EpochMode, EpochReport, Mode, StoreDataLoader, dense_tensor};
 
 /// Command-line options.
@@ -41,16 +50,27 @@ struct Options {
     stores: PathBuf,
     epochs: usize,
     batch: u64,
+    shards: u64,
+    /// Object storage to push the datasets to and train from.
+    via: Option<String>,
+    /// How to reach it (from the environment).
+    #[cfg(feature = "remote")]
+    remote: zrecord_remote::RemoteOptions,
 }
 
 fn options() -> Result<Options, String> {
-    let usage = "usage: burn_mnist MNIST_DIR [--epochs N] [--batch B] [--stores DIR]";
+    let usage = "usage: burn_mnist MNIST_DIR [--epochs N] [--batch B] [--stores DIR] [--shards N] \
+                 [--via URL]";
     let mut args = std::env::args().skip(1);
     let mut options = Options {
         data: PathBuf::new(),
         stores: std::env::temp_dir().join("zrecord-burn-mnist"),
         epochs: 6,
         batch: 128,
+        shards: 1,
+        via: None,
+        #[cfg(feature = "remote")]
+        remote: zrecord_remote::RemoteOptions::new(),
     };
     let mut data = None;
     while let Some(arg) = args.next() {
@@ -61,6 +81,13 @@ fn options() -> Result<Options, String> {
             }
             "--batch" => options.batch = value("--batch")?.parse().map_err(|e| format!("{e}"))?,
             "--stores" => options.stores = value("--stores")?.into(),
+            "--shards" => {
+                options.shards = value("--shards")?.parse().map_err(|e| format!("{e}"))?;
+                if options.shards == 0 {
+                    return Err("--shards must be at least 1".into());
+                }
+            }
+            "--via" => options.via = Some(value("--via")?),
             "-h" | "--help" => return Err(usage.into()),
             _ if data.is_none() && !arg.starts_with('-') => data = Some(PathBuf::from(arg)),
             _ => return Err(format!("unexpected argument {arg:?}\n{usage}")),
@@ -76,13 +103,23 @@ fn read_idx_u8(path: &Path) -> Result<(Vec<usize>, Vec<u8>), Box<dyn Error>> {
     Ok(zrecord::idx::open(path)?.read_as::<u8>()?)
 }
 
-/// Imports one split's images and labels into a zstd image store
-/// (`u8`, 28×28) and a raw label store (`i64`). Returns the stores.
+/// What an import wrote: images, pixels per image, bytes of zstd data.
+struct Imported {
+    images: u64,
+    pixels: usize,
+    stored_bytes: u64,
+}
+
+/// Imports one split's images and labels as a sharded dataset in
+/// `stores/split`: shard k of n holds a zstd image store (`u8`, 28×28) and a
+/// raw label store (`i64`), as n parallel import jobs would write them; the
+/// join writes the manifest.
 fn import(
     data: &Path,
     stores: &Path,
     split: &str,
-) -> Result<(DenseStore<u8>, DenseStore<i64>), Box<dyn Error>> {
+    shards: u64,
+) -> Result<Imported, Box<dyn Error>> {
     let find = |name: String| {
         zrecord::idx::find(data, &name).ok_or_else(|| {
             format!(
@@ -103,11 +140,87 @@ fn import(
     }
     let dir = stores.join(split);
     let _ = std::fs::remove_dir_all(&dir);
-    let image_store = DenseStore::<u8>::create(dir.join("images"), &item_shape, Codec::Zstd)?;
-    image_store.append(&images)?;
-    let label_store = DenseStore::<i64>::create(dir.join("labels"), &[], Codec::Raw)?;
-    label_store.append(&labels.iter().map(|&l| i64::from(l)).collect::<Vec<_>>())?;
-    Ok((image_store, label_store))
+    let pixels: usize = item_shape.iter().product();
+    let per_shard = labels.len().div_ceil(shards as usize);
+    let mut stored_bytes = 0;
+    for k in 0..shards {
+        let first = (k as usize * per_shard).min(labels.len());
+        let last = (first + per_shard).min(labels.len());
+        let shard = dir.join(shard_folder(k, shards));
+        let image = DenseStore::<u8>::create(shard.join("image"), &item_shape, Codec::Zstd)?;
+        image.append(&images[first * pixels..last * pixels])?;
+        stored_bytes += image.stats()?.chunk_bytes;
+        let label = DenseStore::<i64>::create(shard.join("label"), &[], Codec::Raw)?;
+        label.append(
+            &labels[first..last]
+                .iter()
+                .map(|&l| i64::from(l))
+                .collect::<Vec<_>>(),
+        )?;
+    }
+    Dataset::join(&dir)?;
+    Ok(Imported {
+        images: labels.len() as u64,
+        pixels,
+        stored_bytes,
+    })
+}
+
+/// The datasets to train and test from: the local folders, or with `--via`
+/// their copies in object storage.
+fn open_splits(options: &Options) -> Result<(Dataset, Dataset), Box<dyn Error>> {
+    match &options.via {
+        None => Ok((
+            Dataset::open(options.stores.join("train"))?,
+            Dataset::open(options.stores.join("t10k"))?,
+        )),
+        Some(url) => remote::push_and_open(options, url),
+    }
+}
+
+#[cfg(feature = "remote")]
+mod remote {
+    use super::*;
+    use zrecord_remote::{open_dataset, push};
+
+    /// Pushes both splits to `url/train` and `url/t10k` (dataset.zr last,
+    /// checksums read back) and opens them there, read through a cache
+    /// beside the stores.
+    pub(crate) fn push_and_open(
+        options: &Options,
+        url: &str,
+    ) -> Result<(Dataset, Dataset), Box<dyn Error>> {
+        let cache = options.stores.join("cache");
+        let open = |split: &str| -> Result<Dataset, Box<dyn Error>> {
+            let target = format!("{}/{split}", url.trim_end_matches('/'));
+            let report = push(
+                &options.stores.join(split),
+                &target,
+                &options.remote,
+                true,
+                |_, _| {},
+            )?;
+            println!(
+                "pushed {split} to {target}: {:.1} MB",
+                report.bytes as f64 / 1e6
+            );
+            let reading = options.remote.clone().cache(&cache, 1 << 30);
+            Ok(open_dataset(&target, reading)?)
+        };
+        Ok((open("train")?, open("t10k")?))
+    }
+}
+
+#[cfg(not(feature = "remote"))]
+mod remote {
+    use super::*;
+
+    pub(crate) fn push_and_open(
+        _: &Options,
+        _: &str,
+    ) -> Result<(Dataset, Dataset), Box<dyn Error>> {
+        Err("--via needs object storage: build the example with `--features remote`".into())
+    }
 }
 
 /// A batch of flattened, normalised images and their class labels.
@@ -201,42 +314,46 @@ fn score(
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let options = options()?;
-    let start = Instant::now();
+    let accuracy = train(&options()?)?;
+    println!("test_accuracy={accuracy:.4}");
+    Ok(())
+}
 
-    let (train_images, train_labels) = import(&options.data, &options.stores, "train")?;
-    let (test_images, test_labels) = import(&options.data, &options.stores, "t10k")?;
-    let pixels = train_images.record_len();
-    let stats = train_images.stats()?;
+/// Imports, trains and scores as `options` say; returns the test accuracy.
+fn train(options: &Options) -> Result<f64, Box<dyn Error>> {
+    let start = Instant::now();
+    let imported = import(&options.data, &options.stores, "train", options.shards)?;
+    let tested = import(&options.data, &options.stores, "t10k", options.shards)?;
+    let pixels = imported.pixels;
     println!(
         "imported {} training and {} test images ({pixels} pixels) from {} in {:.1} s; \
-         the training images take {:.1} MB in a zstd store ({:.1} MB raw)",
-        train_images.len(),
-        test_images.len(),
+         the training images take {:.1} MB in zstd stores ({:.1} MB raw), {} shard(s)",
+        imported.images,
+        tested.images,
         options.data.display(),
         start.elapsed().as_secs_f64(),
-        stats.chunk_bytes as f64 / 1e6,
-        (train_images.len() as usize * pixels) as f64 / 1e6,
+        imported.stored_bytes as f64 / 1e6,
+        (imported.images as usize * pixels) as f64 / 1e6,
+        options.shards,
     );
+    let (train_set, test_set) = open_splits(options)?;
 
     let device = Device::flex();
     let train = Arc::new(
         StoreDataLoader::builder(options.batch)
-            .stream("image", train_images)
-            .stream("label", train_labels)
+            .dataset(train_set)
             .seed(2024)
             .build(&device.clone().autodiff(), to_model_input)?,
     );
     // The test split in order, the same steps every epoch; a batch size that
-    // divides 10,000 covers every image exactly once.
+    // divides the test images covers every one exactly once.
     let test_batch = [500, 400, 250, 200, 100]
         .into_iter()
-        .find(|b| test_images.len().is_multiple_of(*b))
+        .find(|b| tested.images.is_multiple_of(*b))
         .unwrap_or(100);
     let test = Arc::new(
         StoreDataLoader::builder(test_batch)
-            .stream("image", test_images)
-            .stream("label", test_labels)
+            .dataset(test_set)
             .mode(Mode::Sequential)
             .epoch_mode(EpochMode::Repeat)
             .build(&device, to_model_input)?,
@@ -277,11 +394,102 @@ fn main() -> Result<(), Box<dyn Error>> {
         c.transform_time.as_secs_f64(),
         c.consumer_wait.as_secs_f64(),
     );
+    if options.via.is_some() {
+        println!(
+            "object storage: {} blocks fetched ({:.1} MB), {} read from the cache",
+            c.cache_misses,
+            c.fetched_bytes as f64 / 1e6,
+            c.cache_hits
+        );
+    }
     println!(
         "trained in {:.1} s; {:.1} s in all; {n} test images",
         training.as_secs_f64(),
         start.elapsed().as_secs_f64()
     );
-    println!("test_accuracy={accuracy:.4}");
-    Ok(())
+    Ok(accuracy)
+}
+
+/// The S3-compatible test server the remote tests use (started here when
+/// `ZRECORD_S3_ENDPOINT` names none).
+#[cfg(all(test, feature = "remote"))]
+#[path = "../remote/tests/support/mod.rs"]
+mod support;
+
+#[cfg(all(test, feature = "remote"))]
+mod tests {
+    use std::io::Read;
+
+    use super::*;
+
+    /// The digits the examples ship (`data/digits.csv.gz`, 8×8 pixels of
+    /// 0..16 and a label a row) as MNIST's four IDX files: 1,500 to train,
+    /// the other 297 to test.
+    fn digits_as_idx(dir: &Path) {
+        let mut text = String::new();
+        let csv = concat!(env!("CARGO_MANIFEST_DIR"), "/data/digits.csv.gz");
+        flate2::read::GzDecoder::new(std::fs::File::open(csv).unwrap())
+            .read_to_string(&mut text)
+            .unwrap();
+        let rows: Vec<Vec<u8>> = text
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                l.split(',')
+                    .map(|v| v.trim().parse::<f32>().unwrap() as u8)
+                    .collect()
+            })
+            .collect();
+        let idx = |dims: &[u32], data: Vec<u8>| {
+            let mut out = vec![0, 0, 8, dims.len() as u8];
+            dims.iter().for_each(|d| out.extend(d.to_be_bytes()));
+            out.extend(data);
+            out
+        };
+        for (split, part) in [("train", &rows[..1500]), ("t10k", &rows[1500..])] {
+            let n = part.len() as u32;
+            let pixels = part
+                .iter()
+                .flat_map(|r| r[..64].iter().map(|&v| v * 15))
+                .collect();
+            let labels = part.iter().map(|r| r[64]).collect();
+            std::fs::write(
+                dir.join(format!("{split}-images-idx3-ubyte")),
+                idx(&[n, 8, 8], pixels),
+            )
+            .unwrap();
+            std::fs::write(
+                dir.join(format!("{split}-labels-idx1-ubyte")),
+                idx(&[n], labels),
+            )
+            .unwrap();
+        }
+    }
+
+    #[test]
+    fn trains_from_a_sharded_dataset_in_s3() {
+        let endpoint = server_or_skip!();
+        let dir = tempfile::tempdir().unwrap();
+        digits_as_idx(dir.path());
+        let bucket = support::bucket(endpoint, "burn-mnist");
+        let options = Options {
+            data: dir.path().into(),
+            stores: dir.path().join("stores"),
+            epochs: 2,
+            batch: 64,
+            shards: 3,
+            via: Some(format!("s3://{bucket}/digits")),
+            remote: support::s3_options(endpoint),
+        };
+        let accuracy = train(&options).unwrap();
+        // 2 epochs of 23 steps; chance is 0.1.
+        assert!(accuracy > 0.5, "test accuracy {accuracy}");
+        // Both splits are in the bucket as datasets: the manifest went last.
+        let train = zrecord_remote::open_dataset(
+            &format!("s3://{bucket}/digits/train"),
+            support::s3_options(endpoint),
+        )
+        .unwrap();
+        assert_eq!((train.len(), train.manifest().shards.len()), (1500, 3));
+    }
 }
