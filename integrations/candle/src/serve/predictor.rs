@@ -155,3 +155,31 @@ impl<F> std::fmt::Debug for StorePredictor<F> {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use zrecord::{Codec, Dataset, DenseStore, shard_folder};
+
+    use super::*;
+
+    #[test]
+    fn a_sharded_dataset_serves_its_global_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        for (k, values) in [vec![0u8, 1, 2], vec![3, 4]].into_iter().enumerate() {
+            let shard = dir.path().join(shard_folder(k as u64, 2));
+            std::fs::create_dir_all(&shard).unwrap();
+            let store = DenseStore::<u8>::create(shard.join("x"), &[1], Codec::Raw).unwrap();
+            store.append(&values).unwrap();
+        }
+        Dataset::join(dir.path()).unwrap();
+        let dataset = Dataset::open(dir.path()).unwrap();
+        let stream = dataset.stream("x").unwrap().clone();
+        let predictor = StorePredictor::new(stream, &Device::Cpu, Ok).unwrap();
+        assert_eq!(predictor.records(), 5);
+        let rows = predictor.predict(&[4, 0, 3]).unwrap();
+        assert_eq!(
+            rows.to_vec2::<u8>().unwrap(),
+            vec![vec![4], vec![0], vec![3]]
+        );
+    }
+}
