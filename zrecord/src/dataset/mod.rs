@@ -48,7 +48,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use manifest::{MANIFEST_FILE, MANIFEST_VERSION, Manifest, ManifestShard, ManifestStream};
-pub use shards::{DenseShards, RaggedShards};
+pub use shards::{DenseShards, RaggedShards, ShardStore, Shards};
 
 use crate::{AnyStore, Error, Result};
 

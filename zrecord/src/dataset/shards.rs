@@ -1,12 +1,13 @@
-//! [`DenseShards`] and [`RaggedShards`]: stores of one schema read as one
-//! index space — shard `s` holds global indices `starts[s]..starts[s + 1]`.
+//! [`Shards`]: stores of one schema read as one index space — shard `s`
+//! holds global indices `starts[s]..starts[s + 1]`. [`DenseShards`] and
+//! [`RaggedShards`] are its two kinds.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::{DType, DynDenseStore, DynRaggedBatch, DynRaggedStore, DynVec, Error, Result};
+use crate::{DType, DynDenseStore, DynRaggedBatch, DynRaggedStore, DynVec, Error, Result, Schema};
 
 /// Where each index of a batch lives: per shard, its local indices and
 /// their positions in the batch.
@@ -39,22 +40,54 @@ impl Groups {
     }
 }
 
-/// Cumulative starts of shards of `lens` records: `[0, l0, l0 + l1, …]`.
-fn starts(lens: impl Iterator<Item = u64>) -> Result<Vec<u64>> {
-    let mut starts = vec![0u64];
-    for len in lens {
-        let last = starts[starts.len() - 1];
-        let next = last
-            .checked_add(len)
-            .ok_or_else(|| Error::InvalidArgument("the shards hold over 2^64 records".into()))?;
-        starts.push(next);
-    }
-    Ok(starts)
+/// A store kind that can be a shard: [`DynDenseStore`] or [`DynRaggedStore`].
+pub trait ShardStore: sealed::Sealed + Send + Sync {
+    /// Records in the store.
+    fn records(&self) -> u64;
+    /// The store's folder.
+    fn folder(&self) -> &Path;
+    /// What its records are; shards of one stream agree on it.
+    fn schema(&self) -> Schema;
 }
 
-/// Dense stores of one dtype and item shape read as one: index `i` is
-/// record `i - starts[s]` of shard `s`. A single store is a dataset of one
-/// shard (`From` any dense store), read with no extra work.
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for crate::DynDenseStore {}
+    impl Sealed for crate::DynRaggedStore {}
+}
+
+impl ShardStore for DynDenseStore {
+    fn records(&self) -> u64 {
+        self.len()
+    }
+    fn folder(&self) -> &Path {
+        self.path()
+    }
+    fn schema(&self) -> Schema {
+        Schema::Dense {
+            dtype: self.dtype(),
+            item_shape: self.item_shape().to_vec(),
+        }
+    }
+}
+
+impl ShardStore for DynRaggedStore {
+    fn records(&self) -> u64 {
+        self.len()
+    }
+    fn folder(&self) -> &Path {
+        self.path()
+    }
+    fn schema(&self) -> Schema {
+        Schema::Ragged {
+            dtype: self.dtype(),
+        }
+    }
+}
+
+/// Stores of one schema read as one: index `i` is record `i - starts[s]`
+/// of shard `s`. A single store is a dataset of one shard (`From` any
+/// store), read with no extra work.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -70,42 +103,51 @@ fn starts(lens: impl Iterator<Item = u64>) -> Result<Vec<u64>> {
 /// assert_eq!(both.gather_dyn(&[4, 0, 3])?.as_slice::<i64>(), Some(&[4, 0, 3][..]));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone)]
-pub struct DenseShards {
+pub struct Shards<S> {
     path: PathBuf,
-    stores: Vec<Arc<DynDenseStore>>,
+    stores: Vec<Arc<S>>,
     starts: Vec<u64>,
 }
 
-impl DenseShards {
+/// Dense shards: batches are one `(B, *item_shape)` buffer.
+pub type DenseShards = Shards<DynDenseStore>;
+/// Ragged shards: batches are packed ([`DynRaggedBatch`]).
+pub type RaggedShards = Shards<DynRaggedStore>;
+
+impl<S: ShardStore> Shards<S> {
     /// The shards `stores`, in order, named `path` in errors.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for no stores; [`Error::Dataset`] for a
-    /// store whose dtype or item shape differs from the first's.
-    pub fn new(path: impl Into<PathBuf>, stores: Vec<Arc<DynDenseStore>>) -> Result<Self> {
+    /// [`Error::InvalidArgument`] for no stores or over 2^64 records in
+    /// all; [`Error::Dataset`] for a store whose schema differs from the
+    /// first's.
+    pub fn new(path: impl Into<PathBuf>, stores: Vec<Arc<S>>) -> Result<Self> {
         let path = path.into();
         let first = stores
             .first()
             .ok_or_else(|| Error::InvalidArgument("a dataset needs at least one shard".into()))?;
-        for store in &stores[1..] {
-            if (store.dtype(), store.item_shape()) != (first.dtype(), first.item_shape()) {
-                return Err(Error::Dataset {
-                    path,
-                    reason: format!(
-                        "shard {} holds {} {:?}, but {} holds {} {:?}",
-                        store.path().display(),
-                        store.dtype(),
-                        store.item_shape(),
-                        first.path().display(),
-                        first.dtype(),
-                        first.item_shape()
-                    ),
-                });
-            }
+        let schema = first.schema();
+        if let Some(other) = stores.iter().find(|s| s.schema() != schema) {
+            return Err(Error::Dataset {
+                path,
+                reason: format!(
+                    "shard {} holds {:?}, but {} holds {schema:?}",
+                    other.folder().display(),
+                    other.schema(),
+                    first.folder().display(),
+                ),
+            });
         }
-        let starts = starts(stores.iter().map(|s| s.len()))?;
-        Ok(DenseShards {
+        let mut starts = vec![0u64];
+        for store in &stores {
+            let next = starts[starts.len() - 1]
+                .checked_add(store.records())
+                .ok_or_else(|| {
+                    Error::InvalidArgument("the shards hold over 2^64 records".into())
+                })?;
+            starts.push(next);
+        }
+        Ok(Shards {
             path,
             stores,
             starts,
@@ -127,6 +169,45 @@ impl DenseShards {
         self.len() == 0
     }
 
+    /// The shards, in index order.
+    pub fn shards(&self) -> &[Arc<S>] {
+        &self.stores
+    }
+
+    /// The global index of each shard's first record, then the total.
+    pub fn starts(&self) -> &[u64] {
+        &self.starts
+    }
+
+    /// Gathers `indices` with `gather(shard, local indices, out)`: straight
+    /// into `out` when one shard holds them all, else per shard into
+    /// pieces that `assemble(groups, pieces, out)` puts in order.
+    fn gather_with<O>(
+        &self,
+        indices: &[u64],
+        out: &mut O,
+        new: impl Fn() -> O,
+        gather: impl Fn(&S, &[u64], &mut O) -> Result<()>,
+        assemble: impl FnOnce(&[(usize, Vec<u64>, Vec<usize>)], &[O], &mut O) -> Result<()>,
+    ) -> Result<()> {
+        if let [only] = &self.stores[..] {
+            return gather(only, indices, out);
+        }
+        let Groups { groups } = Groups::split(&self.starts, indices)?;
+        if let [(shard, locals, _)] = &groups[..] {
+            return gather(&self.stores[*shard], locals, out);
+        }
+        let mut pieces = Vec::with_capacity(groups.len());
+        for (shard, locals, _) in &groups {
+            let mut piece = new();
+            gather(&self.stores[*shard], locals, &mut piece)?;
+            pieces.push(piece);
+        }
+        assemble(&groups, &pieces, out)
+    }
+}
+
+impl Shards<DynDenseStore> {
     /// The element type.
     pub fn dtype(&self) -> DType {
         self.stores[0].dtype()
@@ -147,16 +228,6 @@ impl DenseShards {
         self.stores[0].record_bytes()
     }
 
-    /// The shards, in index order.
-    pub fn shards(&self) -> &[Arc<DynDenseStore>] {
-        &self.stores
-    }
-
-    /// The global index of each shard's first record, then the total.
-    pub fn starts(&self) -> &[u64] {
-        &self.starts
-    }
-
     /// Gathers records `indices` (global, any order, repeats allowed) into
     /// `out`, reusing its allocation: as [`DynDenseStore::gather_into`].
     /// A batch within one shard is read straight into `out`.
@@ -164,27 +235,24 @@ impl DenseShards {
     /// # Errors
     /// [`Error::IndexOutOfRange`] with the global index; a shard's errors.
     pub fn gather_into(&self, indices: &[u64], out: &mut DynVec) -> Result<()> {
-        if let [only] = &self.stores[..] {
-            return only.gather_into(indices, out);
-        }
-        let Groups { groups } = Groups::split(&self.starts, indices)?;
-        if let [(shard, locals, _)] = &groups[..] {
-            return self.stores[*shard].gather_into(locals, out);
-        }
-        let mut pieces = Vec::with_capacity(groups.len());
-        for (shard, locals, _) in &groups {
-            pieces.push(self.stores[*shard].gather_dyn(locals)?);
-        }
-        let width = self.record_bytes();
-        let len = indices.len() * self.record_len();
-        out.fill_bytes(len, indices.len(), |bytes| {
-            for ((_, _, positions), piece) in groups.iter().zip(&pieces) {
-                for (record, &position) in piece.as_bytes().chunks_exact(width).zip(positions) {
-                    bytes[position * width..][..width].copy_from_slice(record);
-                }
-            }
-            Ok(())
-        })
+        let (width, len) = (self.record_bytes(), indices.len() * self.record_len());
+        self.gather_with(
+            indices,
+            out,
+            || DynVec::new(self.dtype()),
+            |store, locals, out| store.gather_into(locals, out),
+            |groups, pieces, out| {
+                out.fill_bytes(len, indices.len(), |bytes| {
+                    for ((_, _, positions), piece) in groups.iter().zip(pieces) {
+                        let records = piece.as_bytes().chunks_exact(width);
+                        for (record, &position) in records.zip(positions) {
+                            bytes[position * width..][..width].copy_from_slice(record);
+                        }
+                    }
+                    Ok(())
+                })
+            },
+        )
     }
 
     /// Records `indices` in a new buffer: as [`gather_into`](Self::gather_into).
@@ -198,91 +266,10 @@ impl DenseShards {
     }
 }
 
-impl From<Arc<DynDenseStore>> for DenseShards {
-    fn from(store: Arc<DynDenseStore>) -> Self {
-        DenseShards {
-            path: store.path().into(),
-            starts: vec![0, store.len()],
-            stores: vec![store],
-        }
-    }
-}
-
-impl From<DynDenseStore> for DenseShards {
-    fn from(store: DynDenseStore) -> Self {
-        Arc::new(store).into()
-    }
-}
-
-/// Ragged stores of one dtype read as one: index `i` is record
-/// `i - starts[s]` of shard `s`. A single store is a dataset of one shard
-/// (`From` any ragged store), read with no extra work.
-#[derive(Clone)]
-pub struct RaggedShards {
-    path: PathBuf,
-    stores: Vec<Arc<DynRaggedStore>>,
-    starts: Vec<u64>,
-}
-
-impl RaggedShards {
-    /// The shards `stores`, in order, named `path` in errors.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for no stores; [`Error::Dataset`] for a
-    /// store whose dtype differs from the first's.
-    pub fn new(path: impl Into<PathBuf>, stores: Vec<Arc<DynRaggedStore>>) -> Result<Self> {
-        let path = path.into();
-        let first = stores
-            .first()
-            .ok_or_else(|| Error::InvalidArgument("a dataset needs at least one shard".into()))?;
-        if let Some(other) = stores.iter().find(|s| s.dtype() != first.dtype()) {
-            return Err(Error::Dataset {
-                path,
-                reason: format!(
-                    "shard {} holds {}, but {} holds {}",
-                    other.path().display(),
-                    other.dtype(),
-                    first.path().display(),
-                    first.dtype()
-                ),
-            });
-        }
-        let starts = starts(stores.iter().map(|s| s.len()))?;
-        Ok(RaggedShards {
-            path,
-            stores,
-            starts,
-        })
-    }
-
-    /// Where the records are: the store's path, or the dataset's stream.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Records in all shards.
-    pub fn len(&self) -> u64 {
-        self.starts[self.starts.len() - 1]
-    }
-
-    /// Whether the shards hold no records.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
+impl Shards<DynRaggedStore> {
     /// The element type.
     pub fn dtype(&self) -> DType {
         self.stores[0].dtype()
-    }
-
-    /// The shards, in index order.
-    pub fn shards(&self) -> &[Arc<DynRaggedStore>] {
-        &self.stores
-    }
-
-    /// The global index of each shard's first record, then the total.
-    pub fn starts(&self) -> &[u64] {
-        &self.starts
     }
 
     /// Gathers records `indices` (global, any order, repeats allowed) into
@@ -292,43 +279,42 @@ impl RaggedShards {
     /// # Errors
     /// [`Error::IndexOutOfRange`] with the global index; a shard's errors.
     pub fn gather_into(&self, indices: &[u64], out: &mut DynRaggedBatch) -> Result<()> {
-        if let [only] = &self.stores[..] {
-            return only.gather_into(indices, out);
-        }
-        let Groups { groups } = Groups::split(&self.starts, indices)?;
-        if let [(shard, locals, _)] = &groups[..] {
-            return self.stores[*shard].gather_into(locals, out);
-        }
-        let mut pieces = Vec::with_capacity(groups.len());
-        // Where each position's record is: (piece, record in the piece).
-        let mut place = vec![(0usize, 0usize); indices.len()];
-        for (g, (shard, locals, positions)) in groups.iter().enumerate() {
-            pieces.push(self.stores[*shard].gather_dyn(locals)?);
-            for (k, &position) in positions.iter().enumerate() {
-                place[position] = (g, k);
-            }
-        }
         let size = self.dtype().size();
-        out.layout.clear();
-        for &(g, k) in &place {
-            let layout = &pieces[g].layout;
-            let (shape, range) = layout.shape(k).zip(layout.range(k)).ok_or_else(|| {
-                Error::InvalidArgument("a shard returned fewer records than asked".into())
-            })?;
-            out.layout.push_checked(shape, range.len());
-        }
-        let total = out.layout.total();
-        out.values.fill_bytes(total, indices.len(), |bytes| {
-            let mut at = 0;
-            for &(g, k) in &place {
-                let piece = &pieces[g];
-                let range = piece.layout.range(k).unwrap_or(0..0);
-                let from = &piece.values.as_bytes()[range.start * size..range.end * size];
-                bytes[at..at + from.len()].copy_from_slice(from);
-                at += from.len();
-            }
-            Ok(())
-        })
+        self.gather_with(
+            indices,
+            out,
+            || DynRaggedBatch::new(self.dtype()),
+            |store, locals, out| store.gather_into(locals, out),
+            |groups, pieces, out| {
+                // Where each position's record is: (piece, record in the piece).
+                let mut place = vec![(0usize, 0usize); indices.len()];
+                for (g, (_, _, positions)) in groups.iter().enumerate() {
+                    for (k, &position) in positions.iter().enumerate() {
+                        place[position] = (g, k);
+                    }
+                }
+                out.layout.clear();
+                for &(g, k) in &place {
+                    let layout = &pieces[g].layout;
+                    let (shape, range) = layout.shape(k).zip(layout.range(k)).ok_or_else(|| {
+                        Error::InvalidArgument("a shard returned fewer records than asked".into())
+                    })?;
+                    out.layout.push_checked(shape, range.len());
+                }
+                let total = out.layout.total();
+                out.values.fill_bytes(total, indices.len(), |bytes| {
+                    let mut at = 0;
+                    for &(g, k) in &place {
+                        let piece = &pieces[g];
+                        let range = piece.layout.range(k).unwrap_or(0..0);
+                        let from = &piece.values.as_bytes()[range.start * size..range.end * size];
+                        bytes[at..at + from.len()].copy_from_slice(from);
+                        at += from.len();
+                    }
+                    Ok(())
+                })
+            },
+        )
     }
 
     /// Records `indices` in a new batch: as [`gather_into`](Self::gather_into).
@@ -342,13 +328,29 @@ impl RaggedShards {
     }
 }
 
-impl From<Arc<DynRaggedStore>> for RaggedShards {
-    fn from(store: Arc<DynRaggedStore>) -> Self {
-        RaggedShards {
-            path: store.path().into(),
-            starts: vec![0, store.len()],
+impl<S> Clone for Shards<S> {
+    fn clone(&self) -> Self {
+        Shards {
+            path: self.path.clone(),
+            stores: self.stores.clone(),
+            starts: self.starts.clone(),
+        }
+    }
+}
+
+impl<S: ShardStore> From<Arc<S>> for Shards<S> {
+    fn from(store: Arc<S>) -> Self {
+        Shards {
+            path: store.folder().into(),
+            starts: vec![0, store.records()],
             stores: vec![store],
         }
+    }
+}
+
+impl From<DynDenseStore> for DenseShards {
+    fn from(store: DynDenseStore) -> Self {
+        Arc::new(store).into()
     }
 }
 
@@ -358,18 +360,9 @@ impl From<DynRaggedStore> for RaggedShards {
     }
 }
 
-impl fmt::Debug for DenseShards {
+impl<S> fmt::Debug for Shards<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DenseShards")
-            .field("path", &self.path)
-            .field("starts", &self.starts)
-            .finish_non_exhaustive()
-    }
-}
-
-impl fmt::Debug for RaggedShards {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RaggedShards")
+        f.debug_struct("Shards")
             .field("path", &self.path)
             .field("starts", &self.starts)
             .finish_non_exhaustive()
