@@ -11,6 +11,7 @@ mod import;
 mod info;
 mod progress;
 mod recode;
+mod remote;
 mod staging;
 mod train_dict;
 mod transfer;
@@ -62,6 +63,19 @@ enum Command {
     /// Sharded datasets: join the shards written by `import --shard`.
     #[command(subcommand)]
     Dataset(dataset::Dataset),
+    /// Upload a store or dataset to object storage: `push LOCAL URL [--verify]`
+    /// (runs `zrecord-remote push`).
+    #[command(disable_help_flag = true)]
+    Push {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
+    /// Download a store or dataset: `pull URL LOCAL` (runs `zrecord-remote pull`).
+    #[command(disable_help_flag = true)]
+    Pull {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<std::ffi::OsString>,
+    },
 }
 
 /// Codec choices on the command line.
@@ -210,7 +224,9 @@ impl From<anyhow::Error> for Failure {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let quiet = cli.quiet;
-    let result: Result<(), Failure> = match cli.command {
+    let result = match cli.command {
+        Command::Push { args } => remote::run("push", args),
+        Command::Pull { args } => remote::run("pull", args),
         Command::Import(args) => import::run(args, quiet).map_err(Failure::from),
         Command::Export(args) => export::run(args, quiet).map_err(Failure::from),
         Command::Info(args) => info::run(args).map_err(Failure::from),
