@@ -96,3 +96,41 @@ fn an_interrupted_push_is_an_incomplete_upload_not_a_store() {
     assert!(matches!(pulled, Error::Incomplete { .. }), "{pulled}");
     assert!(!target.exists());
 }
+
+#[test]
+fn a_dataset_reads_its_shards_from_local_folders_and_object_storage_mixed() {
+    let endpoint = server_or_skip!();
+    let dir = tempfile::tempdir().unwrap();
+    for (k, labels) in [vec![0i64, 1, 2], vec![3, 4]].into_iter().enumerate() {
+        let shard = dir.path().join(zrecord::shard_folder(k as u64, 2));
+        std::fs::create_dir(&shard).unwrap();
+        let store = DenseStore::<i64>::create(shard.join("label"), &[], Codec::Raw).unwrap();
+        store.append(&labels).unwrap();
+    }
+    zrecord::Dataset::join(dir.path()).unwrap();
+    let bucket = support::bucket(endpoint, "mixed");
+    let url = format!("s3://{bucket}/d");
+    let options = support::s3_options(endpoint);
+    push(dir.path(), &url, &options, false, |_, _| {}).unwrap();
+
+    // Shard 0 from the local folder, shard 1 from the bucket.
+    let manifest = std::fs::read(dir.path().join("dataset.zr")).unwrap();
+    let dataset = zrecord::Dataset::open_with("mixed", &manifest, |store| {
+        if store.starts_with(&zrecord::shard_folder(0, 2)) {
+            return zrecord::AnyStore::open_read_only(dir.path().join(store));
+        }
+        let remote = Remote::open(&format!("{url}/{store}"), options.clone())
+            .map_err(|e| zrecord::Error::InvalidArgument(e.to_string()))?;
+        zrecord::AnyStore::open_in(Arc::new(remote), OpenOptions::new().read_only(true))
+    })
+    .unwrap();
+    let labels = dataset.stream("label").unwrap().as_dense().unwrap();
+    assert!(
+        labels.shards()[1]
+            .path()
+            .to_string_lossy()
+            .starts_with("s3://")
+    );
+    let values = labels.gather_dyn(&[4, 0, 3, 2]).unwrap();
+    assert_eq!(values.as_slice::<i64>(), Some(&[4, 0, 3, 2][..]));
+}
