@@ -31,9 +31,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! [`push`] uploads a local store (or a dataset's stores) with its header
-//! last, so an interrupted upload is never taken for a whole store; [`pull`]
-//! downloads one.
+//! A sharded dataset (`zrecord::Dataset`: shards written by parallel
+//! imports, joined by a manifest) opens with [`open_dataset`]: one listing,
+//! one cache, its streams read as one index space by the loader and the
+//! Burn and candle integrations.
+//!
+//! [`push`] uploads a local store, folder of stores or dataset, each store's
+//! header after its data and a dataset's manifest last, so an interrupted
+//! upload is never taken for a whole one; [`pull`] downloads one.
 //!
 //! The crate's features choose the backends: `aws` (default), `gcp`,
 //! `azure`, `http`; `file://` URLs always work.

@@ -30,6 +30,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! Many stores of the same streams — shards, written by parallel import
+//! jobs — read as one index space as a [`Dataset`] (see [`dataset`]).
+//!
 //! # Concurrency
 //!
 //! `gather` and `append` take `&self` and run from many threads at once (a
@@ -57,8 +60,9 @@
 //! # Features
 //!
 //! * `cli` — the `zrecord` command-line tool (`cargo install zrecord
-//!   --features cli`): import, info, verify, compact, export, train-dict,
-//!   recode, bench. Turns on `npy` and `idx`.
+//!   --features cli`): import (whole, or one shard of a dataset), dataset
+//!   join, info, verify, compact, export, train-dict, recode, bench; push
+//!   and pull run `zrecord-remote`. Turns on `npy` and `idx`.
 //! * `npy` — the `npy` module: `.npy` files read into an `ArrayFile`
 //!   (streamed record by record, little-endian) and `.npy` headers written.
 //! * `idx` — the `idx` module: IDX files (MNIST's format), plain or
