@@ -2,7 +2,8 @@
 //! holds global indices `starts[s]..starts[s + 1]`. [`DenseShards`] and
 //! [`RaggedShards`] are its two kinds.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,29 +13,36 @@ use crate::{DType, DynDenseStore, DynRaggedBatch, DynRaggedStore, DynVec, Error,
 /// Where each index of a batch lives: per shard, its local indices and
 /// their positions in the batch.
 struct Groups {
-    /// `(shard, local indices, positions)`, shards in first-seen order.
+    /// `(shard, local indices, positions)`, shards in ascending order.
     groups: Vec<(usize, Vec<u64>, Vec<usize>)>,
 }
 
 impl Groups {
-    /// Splits `indices` by shard; an index past `starts`' end is an error.
+    /// Splits `indices` by shard, shards in ascending order; an index past
+    /// `starts`' end is an error.
     fn split(starts: &[u64], indices: &[u64]) -> Result<Groups> {
         let len = starts.last().copied().unwrap_or(0);
-        let mut groups: Vec<(usize, Vec<u64>, Vec<usize>)> = Vec::new();
-        let mut group_of: HashMap<usize, usize> = HashMap::new();
+        // (shard, position), sorted: each shard's positions in batch order.
+        let mut located = Vec::with_capacity(indices.len());
         for (position, &index) in indices.iter().enumerate() {
             if index >= len {
                 return Err(Error::IndexOutOfRange { index, len });
             }
             // The last shard starting at or before `index` (empty shards skipped).
-            let shard = starts.partition_point(|&s| s <= index) - 1;
-            let local = index - starts[shard];
-            let g = *group_of.entry(shard).or_insert_with(|| {
+            located.push((starts.partition_point(|&s| s <= index) - 1, position));
+        }
+        if !located.windows(2).all(|w| w[0].0 == w[1].0) {
+            located.sort_unstable();
+        }
+        let mut groups: Vec<(usize, Vec<u64>, Vec<usize>)> = Vec::new();
+        for (shard, position) in located {
+            if groups.last().is_none_or(|g| g.0 != shard) {
                 groups.push((shard, Vec::new(), Vec::new()));
-                groups.len() - 1
-            });
-            groups[g].1.push(local);
-            groups[g].2.push(position);
+            }
+            if let Some((_, locals, positions)) = groups.last_mut() {
+                locals.push(indices[position] - starts[shard]);
+                positions.push(position);
+            }
         }
         Ok(Groups { groups })
     }
@@ -179,32 +187,33 @@ impl<S: ShardStore> Shards<S> {
         &self.starts
     }
 
-    /// Gathers `indices` with `gather(shard, local indices, out)`: straight
-    /// into `out` when one shard holds them all, else per shard into
-    /// pieces that `assemble(groups, pieces, out)` puts in order.
-    fn gather_with<O>(
-        &self,
-        indices: &[u64],
-        out: &mut O,
-        new: impl Fn() -> O,
-        gather: impl Fn(&S, &[u64], &mut O) -> Result<()>,
-        assemble: impl FnOnce(&[(usize, Vec<u64>, Vec<usize>)], &[O], &mut O) -> Result<()>,
-    ) -> Result<()> {
+    /// Where `indices` lie: all in one shard (with their local indices),
+    /// or split by shard.
+    fn route<'a>(&'a self, indices: &'a [u64]) -> Result<Route<'a, S>> {
         if let [only] = &self.stores[..] {
-            return gather(only, indices, out);
+            return Ok(Route::One(only, Cow::Borrowed(indices)));
         }
-        let Groups { groups } = Groups::split(&self.starts, indices)?;
-        if let [(shard, locals, _)] = &groups[..] {
-            return gather(&self.stores[*shard], locals, out);
+        let Groups { mut groups } = Groups::split(&self.starts, indices)?;
+        if let [(shard, _, _)] = &groups[..] {
+            let (shard, locals) = (*shard, std::mem::take(&mut groups[0].1));
+            return Ok(Route::One(&self.stores[shard], Cow::Owned(locals)));
         }
-        let mut pieces = Vec::with_capacity(groups.len());
-        for (shard, locals, _) in &groups {
-            let mut piece = new();
-            gather(&self.stores[*shard], locals, &mut piece)?;
-            pieces.push(piece);
-        }
-        assemble(&groups, &pieces, out)
+        Ok(Route::Many(groups))
     }
+}
+
+/// A batch's way to its shards.
+enum Route<'a, S> {
+    /// One shard holds every record: read straight into the output.
+    One(&'a S, Cow<'a, [u64]>),
+    /// `(shard, local indices, positions in the batch)` per shard.
+    Many(Vec<(usize, Vec<u64>, Vec<usize>)>),
+}
+
+thread_local! {
+    /// Per-shard pieces of dense batches, reused: no allocation or zeroing
+    /// per batch in the steady state.
+    static PIECE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Shards<DynDenseStore> {
@@ -235,24 +244,26 @@ impl Shards<DynDenseStore> {
     /// # Errors
     /// [`Error::IndexOutOfRange`] with the global index; a shard's errors.
     pub fn gather_into(&self, indices: &[u64], out: &mut DynVec) -> Result<()> {
-        let (width, len) = (self.record_bytes(), indices.len() * self.record_len());
-        self.gather_with(
-            indices,
-            out,
-            || DynVec::new(self.dtype()),
-            |store, locals, out| store.gather_into(locals, out),
-            |groups, pieces, out| {
-                out.fill_bytes(len, indices.len(), |bytes| {
-                    for ((_, _, positions), piece) in groups.iter().zip(pieces) {
-                        let records = piece.as_bytes().chunks_exact(width);
-                        for (record, &position) in records.zip(positions) {
-                            bytes[position * width..][..width].copy_from_slice(record);
-                        }
+        let groups = match self.route(indices)? {
+            Route::One(store, locals) => return store.gather_into(&locals, out),
+            Route::Many(groups) => groups,
+        };
+        let width = self.record_bytes();
+        out.fill_bytes(indices.len() * self.record_len(), indices.len(), |bytes| {
+            PIECE.with_borrow_mut(|piece| {
+                for (shard, locals, positions) in &groups {
+                    let need = locals.len() * width;
+                    if piece.len() < need {
+                        piece.resize(need, 0);
                     }
-                    Ok(())
-                })
-            },
-        )
+                    self.stores[*shard].gather_bytes(locals, &mut piece[..need])?;
+                    for (record, &position) in piece.chunks_exact(width).zip(positions) {
+                        bytes[position * width..][..width].copy_from_slice(record);
+                    }
+                }
+                Ok(())
+            })
+        })
     }
 
     /// Records `indices` in a new buffer: as [`gather_into`](Self::gather_into).
@@ -279,42 +290,40 @@ impl Shards<DynRaggedStore> {
     /// # Errors
     /// [`Error::IndexOutOfRange`] with the global index; a shard's errors.
     pub fn gather_into(&self, indices: &[u64], out: &mut DynRaggedBatch) -> Result<()> {
+        let groups = match self.route(indices)? {
+            Route::One(store, locals) => return store.gather_into(&locals, out),
+            Route::Many(groups) => groups,
+        };
+        let mut pieces = Vec::with_capacity(groups.len());
+        // Where each position's record is: (piece, record in the piece).
+        let mut place = vec![(0usize, 0usize); indices.len()];
+        for (g, (shard, locals, positions)) in groups.iter().enumerate() {
+            pieces.push(self.stores[*shard].gather_dyn(locals)?);
+            for (k, &position) in positions.iter().enumerate() {
+                place[position] = (g, k);
+            }
+        }
+        out.layout.clear();
+        for &(g, k) in &place {
+            let layout = &pieces[g].layout;
+            let (shape, range) = layout.shape(k).zip(layout.range(k)).ok_or_else(|| {
+                Error::InvalidArgument("a shard returned fewer records than asked".into())
+            })?;
+            out.layout.push_checked(shape, range.len());
+        }
         let size = self.dtype().size();
-        self.gather_with(
-            indices,
-            out,
-            || DynRaggedBatch::new(self.dtype()),
-            |store, locals, out| store.gather_into(locals, out),
-            |groups, pieces, out| {
-                // Where each position's record is: (piece, record in the piece).
-                let mut place = vec![(0usize, 0usize); indices.len()];
-                for (g, (_, _, positions)) in groups.iter().enumerate() {
-                    for (k, &position) in positions.iter().enumerate() {
-                        place[position] = (g, k);
-                    }
-                }
-                out.layout.clear();
+        out.values
+            .fill_bytes(out.layout.total(), indices.len(), |bytes| {
+                let mut at = 0;
                 for &(g, k) in &place {
-                    let layout = &pieces[g].layout;
-                    let (shape, range) = layout.shape(k).zip(layout.range(k)).ok_or_else(|| {
-                        Error::InvalidArgument("a shard returned fewer records than asked".into())
-                    })?;
-                    out.layout.push_checked(shape, range.len());
+                    let piece = &pieces[g];
+                    let range = piece.layout.range(k).unwrap_or(0..0);
+                    let from = &piece.values.as_bytes()[range.start * size..range.end * size];
+                    bytes[at..at + from.len()].copy_from_slice(from);
+                    at += from.len();
                 }
-                let total = out.layout.total();
-                out.values.fill_bytes(total, indices.len(), |bytes| {
-                    let mut at = 0;
-                    for &(g, k) in &place {
-                        let piece = &pieces[g];
-                        let range = piece.layout.range(k).unwrap_or(0..0);
-                        let from = &piece.values.as_bytes()[range.start * size..range.end * size];
-                        bytes[at..at + from.len()].copy_from_slice(from);
-                        at += from.len();
-                    }
-                    Ok(())
-                })
-            },
-        )
+                Ok(())
+            })
     }
 
     /// Records `indices` in a new batch: as [`gather_into`](Self::gather_into).
