@@ -41,8 +41,9 @@ pub struct TransferReport {
 /// Files are uploaded with bounded memory (parts of 8 MiB), each store's
 /// `store.zr` after every other file and a dataset's `dataset.zr` last of
 /// all: until they arrive, opening the remote store fails with
-/// [`Error::Incomplete`], and so does [`open_dataset`](crate::open_dataset). Each object's size is checked after upload, and
-/// its CRC-32C against the local file's, read back, when `verify`.
+/// [`Error::Incomplete`], and so does [`open_dataset`](crate::open_dataset).
+/// Each object's size is checked after upload, and its CRC-32C against the
+/// local file's, read back, when `verify`.
 /// `progress` is called with bytes done and bytes in all.
 ///
 /// The local stores are opened read-only while they are copied, so no
@@ -129,6 +130,16 @@ pub fn pull(
     let listed = list_all(&store, &prefix, url)?;
     if listed.is_empty() {
         return Err(transfer(url, "no objects there".into()));
+    }
+    // Object names become local paths: none may leave the download folder.
+    if let Some((bad, _, _)) = listed
+        .iter()
+        .find(|(r, _, _)| r.split('/').any(|part| matches!(part, "" | "." | "..")))
+    {
+        return Err(transfer(
+            url,
+            format!("the object name {bad:?} is not a plain path"),
+        ));
     }
     check_complete(&listed, url)?;
     let beside = local.parent().filter(|p| !p.as_os_str().is_empty());
