@@ -1,10 +1,11 @@
 //! [`open_dataset`]: a sharded dataset in object storage, its folder listed
 //! once and every shard's stores opened through [`Remote`].
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 use zrecord::dataset::MANIFEST_FILE;
 use zrecord::{AnyStore, Dataset, OpenOptions};
 
@@ -69,15 +70,20 @@ pub fn open_dataset_with_store(
             })
         })?
     };
+    // The listing by folder, once: each store takes its folder's files.
+    let mut by_folder: HashMap<String, Vec<(Vec<String>, ObjectMeta)>> = HashMap::new();
+    for (mut parts, meta) in listing {
+        if let Some(name) = parts.pop() {
+            by_folder
+                .entry(parts.join("/"))
+                .or_default()
+                .push((vec![name], meta));
+        }
+    }
     // Remote errors met while opening shards, returned as themselves.
     let mut failed = None;
     let opened = Dataset::open_with(url, &bytes, |relative| {
-        let parts: Vec<&str> = relative.split('/').collect();
-        let in_store = listing
-            .iter()
-            .filter(|(p, _)| p.len() > parts.len() && p.iter().zip(&parts).all(|(a, b)| a == b))
-            .map(|(p, meta)| (p[parts.len()..].to_vec(), meta.clone()))
-            .collect();
+        let in_store = by_folder.remove(relative).unwrap_or_default();
         let store_url = format!("{url}/{relative}");
         let remote =
             Remote::from_listing(Arc::clone(&store), &store_url, in_store, options.clone())
