@@ -257,10 +257,16 @@ impl DynRaggedStore {
                 index,
                 reason,
             };
-            let shape = snap.ragged_shape(&reads, k, index)?;
             let dims = layout.dims_mut();
             let first = dims.len();
-            decode_shape(shape, dims).map_err(corrupt)?;
+            match snap.implied_rank(&reads, k) {
+                Some(0) => {}
+                // Checked against the payload's size below, like a read shape.
+                Some(_) => dims.push(loc.logic_len as usize / size as usize),
+                None => {
+                    decode_shape(snap.ragged_shape(&reads, k, index)?, dims).map_err(corrupt)?
+                }
+            }
             let elements = dims[first..]
                 .iter()
                 .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64));

@@ -95,29 +95,52 @@ fn overlapping_records_fail_verify() {
     );
 }
 
+/// A gather reads a shape record only when its table entry leaves the shape
+/// open (rank 2 and more) or when it checks records (`verify_on_read`): a
+/// rank-1 shape is the payload's length. `verify` reads every shape record.
 #[test]
-fn damaged_shape_records_fail_gather_and_verify() {
+fn damaged_shape_records_fail_verify_and_the_gathers_that_read_them() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s");
     let store = RaggedStore::<u16>::create(&path, Codec::Zstd).expect("create the store");
-    store
-        .append_slices(&[vec![1u16, 2, 3], vec![4]])
-        .expect("append the records");
+    let records = [
+        ndarray::arr1(&[1u16, 2, 3]).into_dyn(),
+        ndarray::arr1(&[4u16]).into_dyn(),
+        ndarray::arr2(&[[5u16, 6], [7, 8]]).into_dyn(),
+    ];
+    store.append(&records).expect("append the records");
     drop(store);
-    // Record 1's shape record is physical record 3; say it has 2 elements.
+    // Record k's shape record is physical record 2k + 1. Say record 1 (rank
+    // 1) has 2 elements, and record 2 (rank 2) has shape [2, 1].
     let loc = fs::read(path.join("0.loc")).unwrap();
-    let shape_at = u32::from_le_bytes(loc[3 * 16..3 * 16 + 4].try_into().unwrap()) as u64;
-    patch(&path.join("0.chunk"), shape_at + 8, &2u64.to_le_bytes());
+    let shape_at = |k: usize| {
+        let entry = (2 * k + 1) * 16;
+        u32::from_le_bytes(loc[entry..entry + 4].try_into().unwrap()) as u64
+    };
+    patch(&path.join("0.chunk"), shape_at(1) + 8, &2u64.to_le_bytes());
+    patch(&path.join("0.chunk"), shape_at(2) + 16, &1u64.to_le_bytes());
+
     let store = RaggedStore::<u16>::open(&path).unwrap();
-    assert_eq!(store.gather(&[0]).unwrap().values(), &[1, 2, 3]);
+    let batch = store.gather(&[0, 1]).unwrap();
+    assert_eq!(batch.values(), &[1, 2, 3, 4]);
+    assert_eq!(batch.get(1).unwrap().shape(), &[1], "the payload's length");
     let mut batch = zrecord::RaggedBatch::new();
     assert!(matches!(
-        store.gather_into(&[0, 1], &mut batch),
-        Err(Error::CorruptRecord { index: 1, .. })
+        store.gather_into(&[0, 2], &mut batch),
+        Err(Error::CorruptRecord { index: 2, .. })
     ));
     assert!(batch.is_empty(), "a failed gather leaves the batch empty");
     assert!(matches!(
         store.verify(),
+        Err(Error::CorruptRecord { index: 1, .. })
+    ));
+    drop(store);
+
+    let checked = zrecord::OpenOptions::new().verify_on_read(true);
+    let store = RaggedStore::<u16>::open_with(&path, checked).unwrap();
+    assert_eq!(store.gather(&[0]).unwrap().values(), &[1, 2, 3]);
+    assert!(matches!(
+        store.gather(&[1]),
         Err(Error::CorruptRecord { index: 1, .. })
     ));
 }

@@ -281,11 +281,14 @@ impl Snapshot<'_> {
         }
         for &index in indices.iter().filter(|&&i| i < len) {
             for part in 0..group {
-                if let Some(Ok(Some(bytes))) = self
-                    .files
-                    .loc_bytes(index * group + part)
-                    .map(|entry| self.files.stored_mapped(RecordLoc::decode(entry)))
-                {
+                let Some(entry) = self.files.loc_bytes(index * group + part) else {
+                    continue;
+                };
+                let loc = RecordLoc::decode(entry);
+                if part == 1 && self.shape_implied(loc).is_some() {
+                    continue; // a shape the gather will not read
+                }
+                if let Ok(Some(bytes)) = self.files.stored_mapped(loc) {
                     prefetch(bytes);
                 }
             }

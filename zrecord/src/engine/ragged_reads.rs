@@ -57,6 +57,32 @@ impl Snapshot<'_> {
         })
     }
 
+    /// The rank of the `k`-th record of `reads` when its shape record's table
+    /// entry alone decides its shape, so that record need not be read: a
+    /// shape record holds `8 + 8·rank` bytes, and a record of rank 0 or 1 has
+    /// the shape `[]` or `[payload elements]`. Token sequences, strings and
+    /// files are rank 1, so their gathers read one record per index, as a
+    /// flat file with an offsets array does. `None` for higher ranks, for a
+    /// storage without maps (both records are read already), and when
+    /// gathers check records (the shape record's checksum is checked then).
+    #[inline]
+    pub(crate) fn implied_rank(&self, reads: &RaggedReads, k: usize) -> Option<usize> {
+        if reads.read.is_some() {
+            return None;
+        }
+        self.shape_implied(reads.shapes[k])
+    }
+
+    /// The rank a shape record's entry `loc` implies (see
+    /// [`implied_rank`](Self::implied_rank)), on a mapped store.
+    #[inline]
+    pub(crate) fn shape_implied(&self, loc: RecordLoc) -> Option<usize> {
+        match loc.logic_len {
+            8 | 16 if !self.checks_on_read() => Some((loc.logic_len / 8 - 1) as usize),
+            _ => None,
+        }
+    }
+
     /// The shape record of the `k`-th record of `reads` (logical record
     /// `index`), without its trailer; its checksum checked when gathers check.
     #[inline]
