@@ -246,7 +246,6 @@ impl DynRaggedStore {
     ) -> Result<()> {
         let snap = self.engine.snapshot();
         snap.check_indices(indices)?;
-        snap.prefetch(indices);
         layout.clear();
         let size = self.dtype.size() as u64;
         let mut total_bytes = 0u64;

@@ -66,7 +66,7 @@ impl Snapshot<'_> {
         }
     }
 
-    fn corrupt(&self, index: u64, reason: String) -> Error {
+    pub(crate) fn corrupt(&self, index: u64, reason: String) -> Error {
         Error::CorruptRecord {
             path: self.engine.dir.clone(),
             index,
@@ -222,32 +222,9 @@ impl Snapshot<'_> {
         self.engine.options.verify_on_read && self.engine.features.checksums
     }
 
-    /// Decodes the payload of logical record `index` at `loc` into `dst`,
-    /// which is exactly the record's logical size, from the maps.
-    #[inline]
-    fn read_mapped_into(&self, index: u64, loc: RecordLoc, dst: &mut [u8]) -> Result<()> {
-        if loc.logic_len as usize != dst.len() {
-            return Err(self.corrupt(
-                index,
-                format!("it is {} bytes, expected {}", loc.logic_len, dst.len()),
-            ));
-        }
-        let raw = self.engine.codec.is_raw();
-        self.check_entry(index, loc, raw)?;
-        let stored = self.stored_mapped(index, loc)?;
-        if !raw {
-            return self.decode(index, stored, dst);
-        }
-        if self.checks_on_read() {
-            self.check_trailer(index, stored, dst.len())?;
-        }
-        dst.copy_from_slice(&stored[..dst.len()]);
-        Ok(())
-    }
-
     /// Decodes the frame `stored` of logical record `index` into `dst`.
     #[inline]
-    fn decode(&self, index: u64, stored: &[u8], dst: &mut [u8]) -> Result<()> {
+    pub(crate) fn decode(&self, index: u64, stored: &[u8], dst: &mut [u8]) -> Result<()> {
         self.engine
             .codec
             .decode(stored, dst)
@@ -266,36 +243,7 @@ impl Snapshot<'_> {
         .map_err(|reason| self.corrupt(index, reason))
     }
 
-    /// Starts loading the table entries of `indices`, then the first bytes
-    /// of each of their physical records, so a batch's cache misses overlap
-    /// instead of arriving one record at a time. Indices past the end are skipped.
-    pub(crate) fn prefetch(&self, indices: &[u64]) {
-        if !self.files.mapped() {
-            return;
-        }
-        let (group, len) = (self.engine.group, self.len());
-        for &index in indices.iter().filter(|&&i| i < len) {
-            if let Some(entry) = self.files.loc_bytes(index * group) {
-                prefetch_line(entry);
-            }
-        }
-        for &index in indices.iter().filter(|&&i| i < len) {
-            for part in 0..group {
-                let Some(entry) = self.files.loc_bytes(index * group + part) else {
-                    continue;
-                };
-                let loc = RecordLoc::decode(entry);
-                if part == 1 && self.shape_implied(loc).is_some() {
-                    continue; // a shape the gather will not read
-                }
-                if let Ok(Some(bytes)) = self.files.stored_mapped(loc) {
-                    prefetch(bytes);
-                }
-            }
-        }
-    }
-
-    fn parallel(&self, bytes: usize, records: usize) -> bool {
+    pub(crate) fn parallel(&self, bytes: usize, records: usize) -> bool {
         let threshold = if self.engine.codec.is_raw() {
             PARALLEL_COPY_BYTES
         } else {
@@ -503,60 +451,6 @@ impl Snapshot<'_> {
         Ok(())
     }
 
-    /// Fills `dst` with the payloads of `indices` laid end to end, sized by
-    /// their table entries `locs` (whose logical lengths sum to `dst.len()`).
-    pub(crate) fn gather_packed(
-        &self,
-        indices: &[u64],
-        locs: &[RecordLoc],
-        dst: &mut [u8],
-    ) -> Result<()> {
-        if !self.files.mapped() {
-            return self.gather_packed_read(indices, locs, dst);
-        }
-        let mut rest = dst;
-        let mut jobs = Vec::with_capacity(indices.len());
-        for (&index, &loc) in indices.iter().zip(locs) {
-            let (out, tail) = rest
-                .split_at_mut_checked(loc.logic_len as usize)
-                .ok_or_else(|| {
-                    self.corrupt(index, "the batch buffer is shorter than its records".into())
-                })?;
-            jobs.push((index, loc, out));
-            rest = tail;
-        }
-        let read = |(index, loc, out): &mut (u64, RecordLoc, &mut [u8])| {
-            self.read_mapped_into(*index, *loc, out)
-        };
-        let bytes = jobs.iter().map(|j| j.2.len()).sum();
-        if self.parallel(bytes, jobs.len()) {
-            let min = min_len(jobs.len());
-            jobs.par_iter_mut().with_min_len(min).try_for_each(read)
-        } else {
-            jobs.iter_mut().try_for_each(read)
-        }
-    }
-}
-
-impl Snapshot<'_> {
-    /// [`gather_packed`](Self::gather_packed) on a storage without maps: the
-    /// records in one round of reads, then checks and decodes.
-    fn gather_packed_read(
-        &self,
-        indices: &[u64],
-        locs: &[RecordLoc],
-        dst: &mut [u8],
-    ) -> Result<()> {
-        let raw = self.is_raw();
-        for (&index, &loc) in indices.iter().zip(locs) {
-            self.check_entry(index, loc, raw)?;
-            self.check_location(index, loc)?;
-        }
-        let (stored, spans) = self.read_stored(locs)?;
-        let jobs = self.split_packed(indices, locs, dst, spans.into_iter())?;
-        self.finish(jobs, &stored)
-    }
-
     /// Cuts `dst` into the logical bytes of records `indices` at `locs`,
     /// end to end, each with where its stored bytes lie in a scratch buffer.
     pub(crate) fn split_packed<'d>(
@@ -591,7 +485,7 @@ pub(crate) struct ReadJob<'a> {
 
 /// Records per parallel piece: contiguous runs, a few per thread so a slow
 /// piece does not hold up the batch.
-fn min_len(records: usize) -> usize {
+pub(crate) fn min_len(records: usize) -> usize {
     records
         .div_ceil(rayon::current_num_threads() * PIECES_PER_THREAD)
         .max(1)

@@ -1,20 +1,27 @@
 //! A ragged batch's records found (and, without maps, read) together:
 //! payload and shape table entries, then both records of every index, so a
 //! batch costs two rounds of reads on a storage without maps rather than
-//! three reads per record.
+//! three reads per record. With maps, each record is found and checked once
+//! and its first lines prefetched, then the batch is copied or decoded.
 
 use std::ops::Range;
 
+use rayon::prelude::*;
+
 use super::Snapshot;
+use super::gather::min_len;
+use super::prefetch::{prefetch, prefetch_line};
 use crate::Result;
 use crate::format::RecordLoc;
 
 /// The records of a ragged batch, ready to decode.
-pub(crate) struct RaggedReads {
+pub(crate) struct RaggedReads<'s> {
     /// Table entries of each index's payload.
     pub(crate) payloads: Vec<RecordLoc>,
     /// Table entries of each index's shape record.
     shapes: Vec<RecordLoc>,
+    /// With maps: the stored bytes of each index's payload.
+    mapped: Vec<&'s [u8]>,
     /// Without maps: the stored bytes of payload `k` (at `spans[2k]`) and
     /// shape `k` (at `spans[2k + 1]`), read in one round.
     read: Option<(Vec<u8>, Vec<Range<usize>>)>,
@@ -23,20 +30,40 @@ pub(crate) struct RaggedReads {
 impl Snapshot<'_> {
     /// Finds the records of `indices` (checked against the committed store)
     /// and, on a storage without maps, reads them.
-    pub(crate) fn ragged_reads(&self, indices: &[u64]) -> Result<RaggedReads> {
+    pub(crate) fn ragged_reads(&self, indices: &[u64]) -> Result<RaggedReads<'_>> {
         let raw = self.is_raw();
-        if self.files().mapped() {
+        let files = self.files();
+        if files.mapped() {
+            // The table loads are independent, so the CPU overlaps their
+            // cache misses; each record's first lines are then on their way
+            // while the next one is found.
+            for &index in indices {
+                if let Some(entry) = files.loc_bytes(index * 2) {
+                    prefetch_line(entry);
+                }
+            }
             let mut payloads = Vec::with_capacity(indices.len());
             let mut shapes = Vec::with_capacity(indices.len());
+            let mut mapped = Vec::with_capacity(indices.len());
             for &index in indices {
                 let loc = self.mapped_loc(index * 2)?;
                 self.check_entry(index, loc, raw)?;
+                let stored = self.stored_mapped(index, loc)?;
+                prefetch(stored);
+                let shape = self.mapped_loc(index * 2 + 1)?;
+                if self.shape_implied(shape).is_none()
+                    && let Ok(Some(bytes)) = files.stored_mapped(shape)
+                {
+                    prefetch(bytes);
+                }
                 payloads.push(loc);
-                shapes.push(self.mapped_loc(index * 2 + 1)?);
+                shapes.push(shape);
+                mapped.push(stored);
             }
             return Ok(RaggedReads {
                 payloads,
                 shapes,
+                mapped,
                 read: None,
             });
         }
@@ -53,6 +80,7 @@ impl Snapshot<'_> {
         Ok(RaggedReads {
             payloads,
             shapes,
+            mapped: Vec::new(),
             read: Some(read),
         })
     }
@@ -66,7 +94,7 @@ impl Snapshot<'_> {
     /// storage without maps (both records are read already), and when
     /// gathers check records (the shape record's checksum is checked then).
     #[inline]
-    pub(crate) fn implied_rank(&self, reads: &RaggedReads, k: usize) -> Option<usize> {
+    pub(crate) fn implied_rank(&self, reads: &RaggedReads<'_>, k: usize) -> Option<usize> {
         if reads.read.is_some() {
             return None;
         }
@@ -88,7 +116,7 @@ impl Snapshot<'_> {
     #[inline]
     pub(crate) fn ragged_shape<'r>(
         &'r self,
-        reads: &'r RaggedReads,
+        reads: &'r RaggedReads<'_>,
         k: usize,
         index: u64,
     ) -> Result<&'r [u8]> {
@@ -111,15 +139,50 @@ impl Snapshot<'_> {
     /// to end.
     pub(crate) fn ragged_payloads(
         &self,
-        reads: &RaggedReads,
+        reads: &RaggedReads<'_>,
         indices: &[u64],
         dst: &mut [u8],
     ) -> Result<()> {
         let Some((stored, spans)) = &reads.read else {
-            return self.gather_packed(indices, &reads.payloads, dst);
+            return self.fill_mapped(reads, indices, dst);
         };
         let payload_spans = spans.iter().step_by(2).cloned();
         let jobs = self.split_packed(indices, &reads.payloads, dst, payload_spans)?;
         self.finish(jobs, stored)
+    }
+
+    /// [`ragged_payloads`](Self::ragged_payloads) from the maps: each payload
+    /// found by [`ragged_reads`](Self::ragged_reads) copied (raw, its trailer
+    /// checked when gathers check) or decoded into its place.
+    fn fill_mapped(&self, reads: &RaggedReads<'_>, indices: &[u64], dst: &mut [u8]) -> Result<()> {
+        let mut rest = dst;
+        let mut jobs = Vec::with_capacity(indices.len());
+        for ((&index, loc), &stored) in indices.iter().zip(&reads.payloads).zip(&reads.mapped) {
+            let (out, tail) = rest
+                .split_at_mut_checked(loc.logic_len as usize)
+                .ok_or_else(|| {
+                    self.corrupt(index, "the batch buffer is shorter than its records".into())
+                })?;
+            jobs.push((index, stored, out));
+            rest = tail;
+        }
+        let (raw, check) = (self.is_raw(), self.checks_on_read());
+        let one = |(index, stored, out): &mut (u64, &[u8], &mut [u8])| {
+            if !raw {
+                return self.decode(*index, stored, out);
+            }
+            if check {
+                self.check_trailer(*index, stored, out.len())?;
+            }
+            out.copy_from_slice(&stored[..out.len()]);
+            Ok(())
+        };
+        let bytes = jobs.iter().map(|j| j.2.len()).sum();
+        if self.parallel(bytes, jobs.len()) {
+            let min = min_len(jobs.len());
+            jobs.par_iter_mut().with_min_len(min).try_for_each(one)
+        } else {
+            jobs.iter_mut().try_for_each(one)
+        }
     }
 }
