@@ -79,6 +79,20 @@ macro_rules! store_methods {
             self.engine().sync()
         }
 
+        /// Flushes the records' bytes written since the last
+        /// [`sync`](Self::sync) to the device, without holding up appends
+        /// from other threads meanwhile. It commits nothing: `sync` still
+        /// makes the appends durable, and finds less left to flush.
+        ///
+        /// Call it from a second thread during a long import: the device
+        /// then takes the bytes as they come instead of all at the end.
+        ///
+        /// # Errors
+        /// [`Error::Io`](crate::Error::Io) when the operating system cannot flush a file.
+        pub fn flush_written(&self) -> $crate::Result<()> {
+            self.engine().flush_written()
+        }
+
         /// Reads and decodes every record and checks every location, length,
         /// checksum (zstd's frame checksum, or the CRC-32C of a raw record or
         /// shape record) and shape, and that no two records overlap. Memory

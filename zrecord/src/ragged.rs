@@ -176,9 +176,12 @@ impl DynRaggedStore {
     ) -> Result<u64> {
         let size = self.dtype.size();
         let mut shapes = Vec::with_capacity(n * 16);
-        let mut shape_ends = Vec::with_capacity(n);
+        // Record k's payload and where its shape record ends in `shapes`:
+        // found once, since the engine looks at each record several times.
+        let mut records = Vec::with_capacity(n);
         for k in 0..n {
             let dims = shape(k);
+            let bytes = payload(k);
             let elements = dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
             if elements == Some(0) && !self.engine.allows_empty_records() {
                 return Err(Error::EmptyRecord {
@@ -186,24 +189,24 @@ impl DynRaggedStore {
                     shape: dims.to_vec(),
                 });
             }
-            if elements.and_then(|e| e.checked_mul(size)) != Some(payload(k).len()) {
+            if elements.and_then(|e| e.checked_mul(size)) != Some(bytes.len()) {
                 return Err(Error::BufferLength {
                     expected: elements.unwrap_or(usize::MAX),
-                    got: payload(k).len() / size,
+                    got: bytes.len() / size,
                 });
             }
             encode_shape(dims, &mut shapes);
-            shape_ends.push(shapes.len());
+            records.push((bytes, shapes.len()));
         }
         let shapes = &shapes;
-        let shape_ends = &shape_ends;
+        let records = &records;
         self.engine.append(2 * n, |p| {
             let k = p / 2;
             if p % 2 == 0 {
-                payload(k)
+                records[k].0
             } else {
-                let start = if k == 0 { 0 } else { shape_ends[k - 1] };
-                &shapes[start..shape_ends[k]]
+                let start = if k == 0 { 0 } else { records[k - 1].1 };
+                &shapes[start..records[k].1]
             }
         })
     }

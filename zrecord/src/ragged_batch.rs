@@ -80,6 +80,14 @@ impl RaggedLayout {
         Ok(elements)
     }
 
+    /// Makes room for `records` more records with `dims` dimensions in all
+    /// (for rank-1 records, `dims == records`) without reallocating.
+    pub fn reserve(&mut self, records: usize, dims: usize) {
+        self.offsets.reserve(records);
+        self.dim_offsets.reserve(records);
+        self.dims.reserve(dims);
+    }
+
     /// Adds a record whose `elements` the caller computed from `shape`.
     pub(crate) fn push_checked(&mut self, shape: &[usize], elements: usize) {
         self.dims.extend_from_slice(shape);

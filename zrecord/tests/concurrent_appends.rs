@@ -9,7 +9,7 @@ mod common;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use common::appenders::{THREADS, Target, batch_size, holdings};
+use common::appenders::{DENSE_WIDTH, GEOMETRY, THREADS, Target, batch_size, holdings};
 use zrecord::Codec;
 
 /// Batches each thread appends.
@@ -127,4 +127,46 @@ fn threads_append_to_ragged_stores_of_every_codec() {
         let target = Target::create(&dir.path().join(name), false, codec);
         hammer(&format!("ragged {name}"), &target);
     }
+}
+
+#[test]
+fn flushes_and_syncs_while_appending_lose_nothing() {
+    // `flush_written` does not hold the writer: an appender keeps going,
+    // adding chunks and table segments, while another thread flushes and syncs.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let store = zrecord::DenseStore::<u32>::create_with_geometry(
+        &path,
+        &[DENSE_WIDTH],
+        Codec::Raw,
+        GEOMETRY,
+    )
+    .unwrap();
+    let batches = 200u32;
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(Ordering::Acquire) {
+                store.flush_written().unwrap();
+                store.sync().unwrap();
+            }
+        });
+        for b in 0..batches {
+            let values: Vec<u32> = (0..DENSE_WIDTH as u32 * 7)
+                .map(|v| b * 10_000 + v)
+                .collect();
+            store.append(&values).unwrap();
+        }
+        store.sync().unwrap();
+        done.store(true, Ordering::Release);
+    });
+    drop(store);
+    let store = zrecord::DenseStore::<u32>::open(&path).unwrap();
+    assert_eq!(store.len(), u64::from(batches) * 7);
+    let all: Vec<u64> = (0..store.len()).collect();
+    let got = store.gather(&all).unwrap();
+    let want: Vec<u32> = (0..batches)
+        .flat_map(|b| (0..DENSE_WIDTH as u32 * 7).map(move |v| b * 10_000 + v))
+        .collect();
+    assert_eq!(got.iter().copied().collect::<Vec<u32>>(), want);
 }

@@ -21,6 +21,9 @@ const PARALLEL_ENCODE_BYTES: usize = 256 << 10;
 /// faster gathers than with 256 KiB writes).
 const WRITE_ALIGN: u64 = 2 << 20;
 
+/// A raw record's checksum, stored after it.
+type Trailer = [u8; checksum::TRAILER_LEN];
+
 /// Records encoded by one thread, laid end to end.
 struct EncodedShard {
     first: usize,
@@ -119,29 +122,27 @@ impl Engine {
         // 1. Payload.
         let mut out = PayloadWriter {
             files: &files,
-            buf: Vec::new(),
+            buf: std::mem::take(&mut w.payload_buf),
             at: None,
         };
-        encoded.visit(&record, |i, stored, trailer| {
-            out.write(locs[i], stored, trailer)
-        })?;
-        out.flush()?;
+        let written = encoded
+            .visit(&record, |i, stored, trailer| {
+                out.write(locs[i], stored, trailer)
+            })
+            .and_then(|()| out.flush());
+        w.payload_buf = reusable(out.buf);
+        written?;
         crate::hooks::hold("append:payload");
 
         // 2. Record table, one write per segment.
-        let table: Vec<u8> = locs.iter().flat_map(|loc| loc.encode()).collect();
-        let entries = self.geometry.segment_entries();
-        let mut phys = old_len;
-        while phys < new_len {
-            let segment = phys / entries;
-            let end = ((segment + 1) * entries).min(new_len);
-            let bytes = &table[(phys - old_len) as usize * LOC_ENTRY_LEN
-                ..(end - old_len) as usize * LOC_ENTRY_LEN];
-            files.segments[segment as usize]
-                .file
-                .write_at(bytes, (phys % entries) * LOC_ENTRY_LEN as u64)?;
-            phys = end;
+        let mut table = std::mem::take(&mut w.table_buf);
+        table.clear();
+        for loc in &locs {
+            table.extend_from_slice(&loc.encode());
         }
+        let written = self.write_table(&files, &table, old_len, new_len);
+        w.table_buf = reusable(table);
+        written?;
         crate::hooks::hold("append:table");
 
         // 3. Header: the commit point. Then publish to readers.
@@ -156,10 +157,37 @@ impl Engine {
             .store(offset, Ordering::Release);
         self.len.store(new_len, Ordering::Release);
         let first_chunk = w.tail_chunk;
-        w.touch(Some(first_chunk), Some(old_len / entries));
+        w.touch(
+            Some(first_chunk),
+            Some(old_len / self.geometry.segment_entries()),
+        );
         w.tail_chunk = chunk;
         w.tail_offset = offset;
         Ok(old_len / self.group)
+    }
+
+    /// Writes the encoded entries of physical records `old_len..new_len`,
+    /// one write per record-table segment.
+    fn write_table(
+        &self,
+        files: &FileTable,
+        table: &[u8],
+        old_len: u64,
+        new_len: u64,
+    ) -> Result<()> {
+        let entries = self.geometry.segment_entries();
+        let mut phys = old_len;
+        while phys < new_len {
+            let segment = phys / entries;
+            let end = ((segment + 1) * entries).min(new_len);
+            let bytes = &table[(phys - old_len) as usize * LOC_ENTRY_LEN
+                ..(end - old_len) as usize * LOC_ENTRY_LEN];
+            files.segments[segment as usize]
+                .file
+                .write_at(bytes, (phys % entries) * LOC_ENTRY_LEN as u64)?;
+            phys = end;
+        }
+        Ok(())
     }
 
     /// Compresses the records (in parallel for large batches); raw stores
@@ -248,11 +276,11 @@ impl Encoded {
     }
 
     /// Calls `f(i, stored_bytes, trailer)` for every record, in order: the
-    /// record is stored as `stored_bytes` followed by `trailer`.
+    /// record is stored as `stored_bytes` followed by `trailer`, if any.
     fn visit<'a, F>(
         &self,
         record: &F,
-        mut f: impl FnMut(usize, &[u8], &[u8]) -> Result<()>,
+        mut f: impl FnMut(usize, &[u8], Option<Trailer>) -> Result<()>,
     ) -> Result<()>
     where
         F: Fn(usize) -> &'a [u8],
@@ -261,16 +289,16 @@ impl Encoded {
             &Encoded::Raw { n, checksums } => (0..n).try_for_each(|i| {
                 let bytes = record(i);
                 if checksums {
-                    f(i, bytes, &checksum::trailer(bytes))
+                    f(i, bytes, Some(checksum::trailer(bytes)))
                 } else {
-                    f(i, bytes, &[])
+                    f(i, bytes, None)
                 }
             }),
             Encoded::Frames(shards) => {
                 for shard in shards {
                     let mut start = 0;
                     for (k, &end) in shard.ends.iter().enumerate() {
-                        f(shard.first + k, &shard.bytes[start..end], &[])?;
+                        f(shard.first + k, &shard.bytes[start..end], None)?;
                         start = end;
                     }
                 }
@@ -278,6 +306,42 @@ impl Encoded {
             }
         }
     }
+}
+
+/// Appends `bytes` to `buf`, the sizes of scalars and of rank-0 and rank-1
+/// shape records as fixed-size copies: a call to `memcpy` per record was
+/// most of the cost of appending such small records.
+#[inline]
+fn extend_small(buf: &mut Vec<u8>, bytes: &[u8]) {
+    fn fixed<const N: usize>(buf: &mut Vec<u8>, bytes: &[u8]) -> bool {
+        <&[u8; N]>::try_from(bytes)
+            .map(|b| buf.extend_from_slice(b))
+            .is_ok()
+    }
+    let copied = match bytes.len() {
+        1 => fixed::<1>(buf, bytes),
+        2 => fixed::<2>(buf, bytes),
+        4 => fixed::<4>(buf, bytes),
+        8 => fixed::<8>(buf, bytes),
+        16 => fixed::<16>(buf, bytes),
+        _ => false,
+    };
+    if !copied {
+        buf.extend_from_slice(bytes);
+    }
+}
+
+/// Buffers above this size are freed after an append rather than kept for
+/// the next: one huge record should not pin its size for the handle's life.
+const KEEP_BUFFER_BYTES: usize = 8 << 20;
+
+/// `buf`, emptied, if it is small enough to keep.
+fn reusable(mut buf: Vec<u8>) -> Vec<u8> {
+    if buf.capacity() > KEEP_BUFFER_BYTES {
+        return Vec::new();
+    }
+    buf.clear();
+    buf
 }
 
 /// Writes placed records, gathering small neighbours into one `pwrite`.
@@ -290,7 +354,7 @@ struct PayloadWriter<'a> {
 
 impl PayloadWriter<'_> {
     /// Writes a record stored as `bytes` then `trailer`.
-    fn write(&mut self, loc: RecordLoc, bytes: &[u8], trailer: &[u8]) -> Result<()> {
+    fn write(&mut self, loc: RecordLoc, bytes: &[u8], trailer: Option<Trailer>) -> Result<()> {
         let follows = self.at.is_some_and(|(c, o)| {
             c == loc.chunk && o + self.buf.len() as u64 == u64::from(loc.offset)
         });
@@ -298,8 +362,11 @@ impl PayloadWriter<'_> {
             self.flush()?;
         }
         let (chunk, at) = *self.at.get_or_insert((loc.chunk, loc.offset.into()));
-        self.buf.extend_from_slice(bytes);
-        self.buf.extend_from_slice(trailer);
+        extend_small(&mut self.buf, bytes);
+        if let Some(trailer) = trailer {
+            // A fixed-size copy: no call per record.
+            self.buf.extend_from_slice(&trailer);
+        }
         // Write everything up to the last 2 MiB boundary the buffer reaches.
         let end = at + self.buf.len() as u64;
         let boundary = end / WRITE_ALIGN * WRITE_ALIGN;

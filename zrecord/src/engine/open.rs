@@ -213,6 +213,8 @@ impl Engine {
                 dirty_chunks_from: None,
                 dirty_segments_from: None,
                 dirty_meta: false,
+                payload_buf: Vec::new(),
+                table_buf: Vec::new(),
             }),
             failed: AtomicBool::new(false),
         };
