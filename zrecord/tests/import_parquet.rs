@@ -338,3 +338,90 @@ fn malformed_files_are_errors_that_leave_nothing_behind() {
         AnyStore::Dense(_)
     ));
 }
+
+/// A Parquet file written here (no shared fixture needed): `rows` rows of
+/// `a` (i32), `b` (i64) and `s` (strings), with nulls at the given rows.
+fn written(path: &Path, rows: usize, a_null: Option<usize>, b_null: Option<usize>) {
+    use std::sync::Arc;
+
+    use arrow_array::{ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray};
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::properties::WriterProperties;
+
+    let a: Int32Array = (0..rows)
+        .map(|i| (Some(i) != a_null).then_some(i as i32))
+        .collect();
+    let b: Int64Array = (0..rows)
+        .map(|i| (Some(i) != b_null).then_some(-(i as i64)))
+        .collect();
+    let s: StringArray = (0..rows).map(|i| Some("x".repeat(i % 7))).collect();
+    let batch = RecordBatch::try_from_iter([
+        ("a", Arc::new(a) as ArrayRef),
+        ("b", Arc::new(b) as ArrayRef),
+        ("s", Arc::new(s) as ArrayRef),
+    ])
+    .unwrap();
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(5000))
+        .build();
+    let mut writer = ArrowWriter::try_new(
+        std::fs::File::create(path).unwrap(),
+        batch.schema(),
+        Some(props),
+    )
+    .unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+}
+
+#[test]
+fn columns_appended_side_by_side_keep_row_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("t.parquet");
+    // Several row groups and read batches, each column on its own thread.
+    let rows = 30_000;
+    written(&input, rows, None, None);
+    let out = tmp.path().join("out");
+    import(&input, &out, &[]);
+    let all: Vec<u64> = (0..rows as u64).collect();
+    let a = DenseStore::<i32>::open(out.join("a")).unwrap();
+    let b = DenseStore::<i64>::open(out.join("b")).unwrap();
+    assert_eq!(a.len(), rows as u64);
+    assert_eq!(b.len(), rows as u64);
+    assert!(
+        a.gather(&all)
+            .unwrap()
+            .iter()
+            .enumerate()
+            .all(|(i, &v)| v == i as i32)
+    );
+    assert!(
+        b.gather(&all)
+            .unwrap()
+            .iter()
+            .enumerate()
+            .all(|(i, &v)| v == -(i as i64))
+    );
+    let s = strings(&out.join("s"));
+    assert_eq!(s.len(), rows);
+    assert!(s.iter().enumerate().all(|(i, v)| *v == "x".repeat(i % 7)));
+}
+
+#[test]
+fn the_earliest_null_is_the_one_reported_whatever_its_column() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("t.parquet");
+    // `a`'s null is in a later read batch than `b`'s: `b`'s comes first in
+    // row order, so it is the one named, as a row-by-row import would.
+    written(&input, 30_000, Some(25_000), Some(9_000));
+    let out = tmp.path().join("out").display().to_string();
+    let input = input.display().to_string();
+    for _ in 0..3 {
+        let stderr = fails(
+            &["\"b\"", "row 9000", "--fill"],
+            &["import", "parquet", &input, &out],
+        );
+        assert!(!stderr.contains("\"a\""), "{stderr}");
+        assert_eq!(listing(tmp.path()), ["t.parquet"], "nothing left behind");
+    }
+}

@@ -181,6 +181,8 @@ impl Converter {
                 Some(child) => self.append_values(child, start, end, &mut values),
                 None => self.append_values(array, 0, array.len(), &mut values),
             }
+            let rows = offsets.len().saturating_sub(1);
+            layout.reserve(rows, rows);
             for w in offsets.windows(2) {
                 layout.push(&[w[1] - w[0]])?;
             }
