@@ -425,3 +425,29 @@ fn the_earliest_null_is_the_one_reported_whatever_its_column() {
         assert_eq!(listing(tmp.path()), ["t.parquet"], "nothing left behind");
     }
 }
+
+#[test]
+fn a_damaged_row_group_fails_the_import_and_leaves_nothing() {
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("t.parquet");
+    written(&input, 30_000, None, None);
+    // Overwrite the page header of column `b` in the fourth row group: its
+    // reader fails there while the others decode theirs.
+    let at = {
+        let builder =
+            ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&input).unwrap()).unwrap();
+        builder.metadata().row_group(3).column(1).data_page_offset() as usize
+    };
+    let mut bytes = std::fs::read(&input).unwrap();
+    bytes[at..at + 16].fill(0xFF);
+    std::fs::write(&input, &bytes).unwrap();
+    let out = tmp.path().join("out").display().to_string();
+    let input = input.display().to_string();
+    fails(
+        &[&input, "cannot read"],
+        &["import", "parquet", &input, &out],
+    );
+    assert_eq!(listing(tmp.path()), ["t.parquet"], "nothing left behind");
+}

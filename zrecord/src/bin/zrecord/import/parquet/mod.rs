@@ -13,11 +13,13 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use arrow_array::ArrayRef;
+use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Schema};
 use indicatif::ProgressBar;
 use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
 use zrecord::{AnyStore, Codec};
 
 use crate::staging::{RemoveOnDrop, Staged};
@@ -25,8 +27,20 @@ use crate::{CodecArg, Target, progress, transfer};
 use column::{Converter, Fill};
 use zrecord::Schema as StoreSchema;
 
-/// Rows per batch read from a row group.
+/// Rows per batch read from a row group, at most.
 const BATCH_ROWS: usize = 8192;
+
+/// Bytes per batch read (uncompressed, by the file's own count), about:
+/// wide rows (images, long texts) come in fewer rows per batch.
+const BATCH_BYTES: u64 = 8 << 20;
+
+/// Row groups decoded side by side, at most.
+const MAX_READERS: usize = 4;
+
+/// Batches a reader decodes ahead of the one being handed out: with rows
+/// of up to a row group of 65,536 (8 batches), a second reader decodes the
+/// next row group whole while the first's is handed out.
+const LOOKAHEAD: usize = 8;
 
 /// Batches queued for each column's appender.
 const BATCHES_IN_FLIGHT: usize = 2;
@@ -76,7 +90,7 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
         bail!("no Parquet files for this shard (fewer files than shards): use fewer shards");
     }
     let target = args.target.clone().into_shard();
-    let (schema, rows) = survey(&files)?;
+    let (schema, rows, metadata) = survey(&files)?;
     let chosen: Vec<usize> = match args.columns.is_empty() {
         true => (0..schema.fields().len()).collect(),
         false => args
@@ -136,7 +150,8 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
 
     let bar = progress::records(quiet, rows, "import");
     // A zstd-dict import recodes its raw stores, so flushing them early would be wasted.
-    import_rows(&files, &outputs, !dict, &bar)?;
+    let parts = parts(&files, metadata, &outputs)?;
+    import_rows(&parts, &outputs, !dict, &bar)?;
     bar.finish_and_clear();
 
     if matches!(target.codec, CodecArg::ZstdDict) {
@@ -165,23 +180,76 @@ fn sync(store: &AnyStore) -> Result<()> {
     Ok(())
 }
 
-/// Reads `files` batch by batch on this thread while one thread per column
-/// converts and appends each batch to its store: decoding, converting and
-/// writing run side by side. The channels hold a few batches, so memory
-/// stays bounded. With `flush`, another thread flushes what the appenders
-/// write as they go, so the device takes the bytes during the import
-/// rather than all at the final sync.
-fn import_rows(
-    files: &[PathBuf],
+/// A row group of one of the files: what a reader thread decodes at a time.
+struct Part<'f> {
+    file: &'f Path,
+    /// The file's metadata, read once.
+    metadata: ArrowReaderMetadata,
+    row_group: usize,
+    /// Rows per decoded batch, from the row group's size.
+    batch_rows: usize,
+}
+
+/// The row groups of `files` in order, each file's columns checked
+/// against the first file's.
+fn parts<'f>(
+    files: &'f [PathBuf],
+    metadata: Vec<ArrowReaderMetadata>,
     outputs: &[Output],
-    flush: bool,
-    bar: &ProgressBar,
-) -> Result<()> {
+) -> Result<Vec<Part<'f>>> {
+    let mut parts = Vec::new();
+    for (file, metadata) in files.iter().zip(metadata) {
+        for o in outputs {
+            let found = metadata
+                .schema()
+                .field_with_name(&o.name)
+                .map(|f| f.data_type());
+            if found.as_ref().ok().copied() != Some(&o.data_type) {
+                bail!(
+                    "{}: column {:?} is {} here but {} in {}",
+                    file.display(),
+                    o.name,
+                    found.map_or("missing".to_string(), |t| t.to_string()),
+                    o.data_type,
+                    files[0].display()
+                );
+            }
+        }
+        for (row_group, meta) in metadata.metadata().row_groups().iter().enumerate() {
+            let row_bytes = meta.total_byte_size().max(1) as u64 / meta.num_rows().max(1) as u64;
+            parts.push(Part {
+                file,
+                metadata: metadata.clone(),
+                row_group,
+                batch_rows: (BATCH_BYTES / row_bytes.max(1)).clamp(1, BATCH_ROWS as u64) as usize,
+            });
+        }
+    }
+    Ok(parts)
+}
+
+/// A column's batch on its way to the column's appender: the values, the
+/// number of their first row, and the file they come from.
+type Column<'f> = (ArrayRef, u64, &'f Path);
+
+/// Imports the rows of `parts`, in order. Reader threads decode row groups
+/// side by side (reader `t` takes parts `t`, `t + readers`, …), this thread
+/// takes their batches in row order and hands each column to its
+/// appender, one thread per column, which converts and appends it. Every
+/// channel holds a few batches, so memory stays bounded. With `flush`,
+/// another thread flushes what the appenders write as they go, so the
+/// device takes the bytes during the import rather than all at the final sync.
+fn import_rows(parts: &[Part], outputs: &[Output], flush: bool, bar: &ProgressBar) -> Result<()> {
+    let names: Vec<&str> = outputs.iter().map(|o| o.name.as_str()).collect();
+    let readers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, MAX_READERS)
+        .min(parts.len().max(1));
     std::thread::scope(|s| {
         let (senders, appenders): (Vec<_>, Vec<_>) = outputs
             .iter()
             .map(|o| {
-                let (tx, rx) = mpsc::sync_channel::<(ArrayRef, u64, &Path)>(BATCHES_IN_FLIGHT);
+                let (tx, rx) = mpsc::sync_channel::<Column>(BATCHES_IN_FLIGHT);
                 let appender = s.spawn(move || {
                     rx.into_iter().try_for_each(|(array, row, file)| {
                         append(o, &array, row)
@@ -190,6 +258,14 @@ fn import_rows(
                     })
                 });
                 (tx, appender)
+            })
+            .unzip();
+        let (feeds, decoders): (Vec<_>, Vec<_>) = (0..readers)
+            .map(|t| {
+                let (tx, rx) = mpsc::sync_channel::<Option<RecordBatch>>(LOOKAHEAD);
+                let names = &names;
+                let decoder = s.spawn(move || decode(parts, t, readers, names, &tx));
+                (rx, decoder)
             })
             .unzip();
         let (stop, stopped) = mpsc::channel::<()>();
@@ -204,11 +280,13 @@ fn import_rows(
                 Ok(())
             })
         });
-        let read = read_rows(files, outputs, &senders, bar);
+        let dispatched = dispatch(parts, &feeds, outputs, &senders, bar);
+        drop(feeds);
         drop(senders);
-        // Reading stops when an appender quits, so an appender's error comes
-        // first: the one of the earliest batch, and of these the first
-        // column's, as if the columns were appended one after another.
+        // An appender quits at its error and this thread then stops, so an
+        // appender's error comes first: the one of the earliest batch, and
+        // of these the first column's, as if the columns were appended one
+        // after another.
         let mut first: Option<(u64, anyhow::Error)> = None;
         for appender in appenders {
             let result = appender
@@ -223,56 +301,97 @@ fn import_rows(
         if let Some((_, e)) = first {
             return Err(e);
         }
+        let decoded: Vec<Result<()>> = decoders
+            .into_iter()
+            .map(|d| d.join().unwrap_or_else(|_| bail!("a reader panicked")))
+            .collect();
+        // The reader whose feed ended early has the error of the earliest row.
+        if let Some(t) = dispatched? {
+            decoded.into_iter().nth(t).transpose()?;
+            bail!("a reader stopped early");
+        }
         drop(stop);
         if let Some(flusher) = flusher {
             flusher
                 .join()
                 .unwrap_or_else(|_| bail!("the flusher panicked"))?;
         }
-        read
+        Ok(())
     })
 }
 
-/// Sends each batch's columns to their appenders, in row order.
-fn read_rows<'f>(
-    files: &'f [PathBuf],
-    outputs: &[Output],
-    senders: &[mpsc::SyncSender<(ArrayRef, u64, &'f Path)>],
-    bar: &ProgressBar,
+/// Reader `t` of `readers`: decodes its parts' batches into `feed`, each
+/// part followed by `None`. Stops early, without an error, when the feed's
+/// receiver has gone.
+fn decode(
+    parts: &[Part],
+    t: usize,
+    readers: usize,
+    names: &[&str],
+    feed: &mpsc::SyncSender<Option<RecordBatch>>,
 ) -> Result<()> {
-    let mut row = 0u64;
-    for file in files {
-        let names: Vec<&str> = outputs.iter().map(|o| o.name.as_str()).collect();
-        let (reader, file_schema) = open(file, &names)?;
-        for o in outputs {
-            let found = file_schema.field_with_name(&o.name).map(|f| f.data_type());
-            if found.as_ref().ok().copied() != Some(&o.data_type) {
-                bail!(
-                    "{}: column {:?} is {} here but {} in {}",
-                    file.display(),
-                    o.name,
-                    found.map_or("missing".to_string(), |t| t.to_string()),
-                    o.data_type,
-                    files[0].display()
-                );
+    for part in parts.iter().skip(t).step_by(readers) {
+        let handle = File::open(part.file)
+            .with_context(|| format!("cannot open {}", part.file.display()))?;
+        let builder =
+            ParquetRecordBatchReaderBuilder::new_with_metadata(handle, part.metadata.clone());
+        let roots: Vec<usize> = names
+            .iter()
+            .filter_map(|c| part.metadata.schema().index_of(c).ok())
+            .collect();
+        let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+        let reader = builder
+            .with_projection(mask)
+            .with_row_groups(vec![part.row_group])
+            .with_batch_size(part.batch_rows)
+            .build()
+            .with_context(|| format!("{}: cannot read", part.file.display()))?;
+        for batch in reader {
+            let batch = batch.with_context(|| format!("{}: cannot read", part.file.display()))?;
+            if feed.send(Some(batch)).is_err() {
+                return Ok(());
             }
         }
-        for batch in reader {
-            let batch = batch.with_context(|| format!("{}: cannot read", file.display()))?;
+        if feed.send(None).is_err() {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// Hands the parts' batches, in row order, to the columns' appenders.
+/// Returns the reader whose feed ended before its part did, if one did (it
+/// quit on an error); stops without one when an appender has quit.
+fn dispatch<'f>(
+    parts: &[Part<'f>],
+    feeds: &[mpsc::Receiver<Option<RecordBatch>>],
+    outputs: &[Output],
+    senders: &[mpsc::SyncSender<Column<'f>>],
+    bar: &ProgressBar,
+) -> Result<Option<usize>> {
+    let mut row = 0u64;
+    for (u, part) in parts.iter().enumerate() {
+        let t = u % feeds.len();
+        loop {
+            let batch = match feeds[t].recv() {
+                Ok(Some(batch)) => batch,
+                Ok(None) => break,
+                Err(_) => return Ok(Some(t)),
+            };
             for (o, tx) in outputs.iter().zip(senders) {
                 let array = batch
                     .column_by_name(&o.name)
-                    .with_context(|| format!("{}: no column {:?}", file.display(), o.name))?;
-                if tx.send((array.clone(), row, file.as_path())).is_err() {
+                    .with_context(|| format!("{}: no column {:?}", part.file.display(), o.name))?;
+                if tx.send((array.clone(), row, part.file)).is_err() {
                     // The appender quit on an error, which its join reports.
-                    return Ok(());
+                    return Ok(None);
                 }
             }
             row += batch.num_rows() as u64;
             bar.inc(batch.num_rows() as u64);
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 /// Appends one batch of a column to its store.
@@ -334,45 +453,21 @@ fn parquet_files(input: &Path) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// The first file's schema and the rows of all files.
-fn survey(files: &[PathBuf]) -> Result<(Schema, u64)> {
+/// The first file's schema, the rows of all files, and each file's metadata.
+fn survey(files: &[PathBuf]) -> Result<(Schema, u64, Vec<ArrowReaderMetadata>)> {
     let mut rows = 0;
-    let mut schema = None;
+    let mut all = Vec::with_capacity(files.len());
     for file in files {
-        let builder = builder(file)?;
-        rows += builder.metadata().file_metadata().num_rows().max(0) as u64;
-        schema.get_or_insert_with(|| builder.schema().as_ref().clone());
+        let handle = File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
+        let metadata = ArrowReaderMetadata::load(&handle, ArrowReaderOptions::default())
+            .with_context(|| format!("{} is not a readable Parquet file", file.display()))?;
+        rows += metadata.metadata().file_metadata().num_rows().max(0) as u64;
+        all.push(metadata);
     }
-    Ok((schema.unwrap_or_else(Schema::empty), rows))
-}
-
-fn builder(file: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>> {
-    let handle = File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
-    ParquetRecordBatchReaderBuilder::try_new(handle)
-        .with_context(|| format!("{} is not a readable Parquet file", file.display()))
-}
-
-/// A batch reader over the named top-level columns of `file`.
-fn open(
-    file: &Path,
-    columns: &[&str],
-) -> Result<(
-    parquet::arrow::arrow_reader::ParquetRecordBatchReader,
-    Schema,
-)> {
-    let builder = builder(file)?;
-    let schema = builder.schema().as_ref().clone();
-    let roots: Vec<usize> = columns
-        .iter()
-        .filter_map(|c| schema.index_of(c).ok())
-        .collect();
-    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-    let reader = builder
-        .with_projection(mask)
-        .with_batch_size(BATCH_ROWS)
-        .build()
-        .with_context(|| format!("{}: cannot read", file.display()))?;
-    Ok((reader, schema))
+    let schema = all
+        .first()
+        .map_or_else(Schema::empty, |m| m.schema().as_ref().clone());
+    Ok((schema, rows, all))
 }
 
 /// Whether `name` is one ordinary path component.
