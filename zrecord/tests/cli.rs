@@ -726,3 +726,26 @@ fn push_and_pull_run_zrecord_remote_or_say_how_to_install_it() {
         "pull s3://b/c local --option k=v\n"
     );
 }
+
+#[test]
+fn a_closed_pipe_ends_the_command_without_a_panic() {
+    use std::process::Stdio;
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s");
+    zrecord::DenseStore::<u8>::create(&store, &[4], zrecord::Codec::Raw)
+        .unwrap()
+        .append(&[1u8; 4000])
+        .unwrap();
+    // Reading nothing and closing the pipe at once, like `| head -0`.
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_zrecord"))
+        .args([std::ffi::OsStr::new("info"), store.as_os_str()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = child;
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

@@ -222,6 +222,7 @@ impl From<anyhow::Error> for Failure {
 }
 
 fn main() -> ExitCode {
+    exit_quietly_on_a_closed_pipe();
     let cli = Cli::parse();
     let quiet = cli.quiet;
     let result = match cli.command {
@@ -245,5 +246,17 @@ fn main() -> ExitCode {
             eprintln!("zrecord: {}", chain.join(": "));
             ExitCode::from(code)
         }
+    }
+}
+
+/// Makes writing to a closed pipe (`zrecord info STORE | head -1`) end the
+/// process as other command-line tools end, rather than panic in `println!`:
+/// Rust ignores SIGPIPE by default.
+fn exit_quietly_on_a_closed_pipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in `main`, before any other thread exists,
+    // to restore the signal's default disposition; no handler runs Rust code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
