@@ -73,6 +73,17 @@ pub enum Verified {
     PrefixUnchecked,
 }
 
+impl Verified {
+    /// For a table's notes: `what` was checked against benches/DATA.md, or
+    /// nothing was (a prefix).
+    pub fn describe(self, what: &str) -> String {
+        match self {
+            Verified::Checksum => format!("{what} benches/DATA.md"),
+            Verified::PrefixUnchecked => "a prefix: no checksum exists".into(),
+        }
+    }
+}
+
 /// Checks `got` against `expected` for array `array`.
 pub(crate) fn compare(
     array: &'static str,

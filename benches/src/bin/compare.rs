@@ -75,27 +75,18 @@ fn run(args: &Args) -> Result<()> {
     let start = Instant::now();
     let mut report = Report::new(machine);
     let (quick, wants) = (args.quick, |l| args.only.contains(&l));
-    if wants(Letter::A) {
-        // No zstd_dict for (a): a dictionary serves small records.
-        let mut table = store_table::run(Workload::Dense(DENSE_A), &[], quick, &mut report)?;
-        table.note("zstd_dict not built for (a): dictionaries serve small records.");
-        show(&table);
-    }
-    if wants(Letter::B) {
-        show(&store_table::run(
-            Workload::Dense(DENSE_B),
-            &TIERS,
-            quick,
-            &mut report,
-        )?);
-    }
-    if wants(Letter::C) {
-        show(&store_table::run(
-            Workload::Ragged,
-            &TIERS,
-            quick,
-            &mut report,
-        )?);
+    for (letter, workload, tiers) in [
+        (Letter::A, Workload::Dense(DENSE_A), &[][..]),
+        (Letter::B, Workload::Dense(DENSE_B), &TIERS[..]),
+        (Letter::C, Workload::Ragged, &TIERS[..]),
+    ] {
+        if wants(letter) {
+            let mut table = store_table::run(workload, tiers, quick, &mut report)?;
+            if letter == Letter::A {
+                table.note("zstd_dict not built for (a): dictionaries serve small records.");
+            }
+            show(&table);
+        }
     }
     if wants(Letter::D) {
         show(&sampler_table::run(quick, &mut report));

@@ -154,7 +154,7 @@ impl System for Arrow {
                 let values = list.values().as_primitive::<Int32Type>().values();
                 Packed {
                     bytes: bytemuck::cast_slice(&values[..]),
-                    cuts: Cuts::I32(list.value_offsets(), 4),
+                    cuts: Cuts::I32(list.value_offsets()),
                 }
             }
         }

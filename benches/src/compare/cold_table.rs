@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use zrecord::storage::{Io, page_cache};
-use zrecord::{AnyStore, Codec, DenseStore, OpenOptions, RaggedBatch, RaggedStore};
+use zrecord::{AnyStore, Codec, OpenOptions};
 use zrecord_loader::{Loader, Mode, Stream};
 
 use super::Result;
@@ -28,13 +28,6 @@ const BLOCK: u64 = 64;
 
 /// Above this resident share after eviction a figure would not be cold.
 const COLD_LIMIT: f64 = 0.01;
-
-/// What `fio` reached on a file: reads/s and bytes/s.
-#[derive(Clone, Copy, Debug)]
-struct Limit {
-    iops: f64,
-    bytes_per_s: f64,
-}
 
 /// Builds a raw store of each workload and times cold gathers of it.
 ///
@@ -59,8 +52,8 @@ pub fn run(quick: bool, report: &mut Report) -> Result<Table> {
         Workload::Dense(DENSE_B),
         Workload::Ragged,
     ] {
-        let letter = workload.letter();
-        let n = records(letter, workload.records(), quick);
+        let (letter, full, seed) = workload.spec();
+        let n = records(letter, full, quick);
         let (source, _) = workload.generate(n)?;
         // On the disk the other stores use: a temporary folder of the system's.
         let dir = tempfile::Builder::new().prefix("zrecord-cold").tempdir()?;
@@ -78,9 +71,9 @@ pub fn run(quick: bool, report: &mut Report) -> Result<Table> {
             (false, false) => 40,
         };
         for (order, block) in [("iid", 1), ("block", BLOCK)] {
-            let plan = indices(workload.plan_seed(), batches, n as u64, block);
+            let plan = indices(seed, batches, n as u64, block);
             let loader = match order {
-                "iid" => loader_round(&path, workload.plan_seed(), batches)?,
+                "iid" => loader_round(&path, seed, batches)?,
                 _ => Some(0.0),
             };
             let (Some(mapped), Some(direct), Some(loader)) = (
@@ -94,21 +87,12 @@ pub fn run(quick: bool, report: &mut Report) -> Result<Table> {
                 break;
             };
             // (a) is limited by bandwidth, (b) and (c) by reads.
-            let (unit, fio_rate, direct_rate, mapped_rate) = if large {
-                (
-                    "MB/s",
-                    limit.map(|l| l.bytes_per_s / 1e6),
-                    direct.1 / 1e6,
-                    mapped.1 / 1e6,
-                )
-            } else {
-                (
-                    "k records/s",
-                    limit.map(|l| l.iops / 1e3),
-                    direct.0 / 1e3,
-                    mapped.0 / 1e3,
-                )
+            let unit = if large { "MB/s" } else { "k records/s" };
+            let rate = |(records, bytes): (f64, f64)| {
+                if large { bytes / 1e6 } else { records / 1e3 }
             };
+            let (fio_rate, direct_rate, mapped_rate) =
+                (limit.map(rate), rate(direct), rate(mapped));
             for (system, rate) in [
                 ("zrecord mapped, cold", mapped_rate),
                 ("zrecord direct, cold", direct_rate),
@@ -131,7 +115,7 @@ pub fn run(quick: bool, report: &mut Report) -> Result<Table> {
             ]);
         }
     }
-    if which_fio().is_none() {
+    if !has_fio() {
         table.note("fio is not installed here: no limits measured (Debian package `fio`).");
     }
     table.note(format!(
@@ -194,14 +178,7 @@ fn cold_round(
     if page_cache::evict(path)?.share() > COLD_LIMIT {
         return Ok(None);
     }
-    let options = OpenOptions::new().read_only(true).io(io);
-    let mut store = match source {
-        Source::Dense { .. } => Zrecord::Dense(DenseStore::open_with(path, options)?, Vec::new()),
-        Source::Ragged(_) => Zrecord::Ragged(
-            RaggedStore::open_with(path, options)?,
-            RaggedBatch::default(),
-        ),
-    };
+    let mut store = Zrecord::open(path, source, OpenOptions::new().read_only(true).io(io))?;
     let start = Instant::now();
     let mut bytes = 0usize;
     for batch in plan {
@@ -212,19 +189,17 @@ fn cold_round(
     Ok(Some((records as f64 / secs, bytes as f64 / secs)))
 }
 
-fn which_fio() -> Option<()> {
-    Command::new("fio")
-        .arg("--version")
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|_| ())
+fn has_fio() -> bool {
+    let out = Command::new("fio").arg("--version").output();
+    out.is_ok_and(|o| o.status.success())
 }
 
 /// `fio`'s random reads of `bs` at iodepth 32 on `file` (`O_DIRECT`):
-/// io_uring, or 32 `psync` jobs where io_uring is refused.
-fn fio(file: &Path, bs: &str, quick: bool) -> Option<Limit> {
-    which_fio()?;
+/// io_uring, or 32 `psync` jobs where io_uring is refused. Reads/s and bytes/s.
+fn fio(file: &Path, bs: &str, quick: bool) -> Option<(f64, f64)> {
+    if !has_fio() {
+        return None;
+    }
     let runtime = if quick { "1" } else { "8" };
     let common = [
         "--name=cold".to_string(),
@@ -252,10 +227,7 @@ fn fio(file: &Path, bs: &str, quick: bool) -> Option<Limit> {
         }
         let json: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
         let read = &json["jobs"][0]["read"];
-        Some(Limit {
-            iops: read["iops"].as_f64()?,
-            bytes_per_s: read["bw_bytes"].as_f64()?,
-        })
+        Some((read["iops"].as_f64()?, read["bw_bytes"].as_f64()?))
     })
 }
 
@@ -265,18 +237,13 @@ mod tests {
 
     #[test]
     fn block_order_reads_runs_of_consecutive_records() {
-        let plan = indices(6, 3, 1000, 64);
-        for batch in &plan {
+        for batch in &indices(6, 3, 1000, 64) {
             assert_eq!(batch.len(), BATCH);
             for run in batch.chunks(64) {
                 assert_eq!(run[0] % 64, 0);
                 assert!(run.windows(2).all(|w| w[1] == (w[0] + 1) % 1000));
             }
         }
-        assert_eq!(indices(6, 3, 1000, 1), plan_of(6, 3, 1000));
-    }
-
-    fn plan_of(seed: u64, nb: usize, n: u64) -> Vec<Vec<u64>> {
-        plan(seed, nb, BATCH, n)
+        assert_eq!(indices(6, 3, 1000, 1), plan(6, 3, BATCH, 1000));
     }
 }

@@ -1,10 +1,8 @@
-//! Record copies with zrecord's thread policy, so every uncompressed peer is
-//! gathered "with the same threads": on the calling thread below
-//! [`PARALLEL_COPY_BYTES`] per batch, across rayon's pool in
+//! Filling a batch record by record with zrecord's thread policy, so every
+//! uncompressed peer is gathered "with the same threads": on the calling
+//! thread below [`PARALLEL_COPY_BYTES`] per batch, across rayon's pool in
 //! [`PIECES_PER_THREAD`] contiguous pieces per thread above (the constants
-//! are zrecord's own).
-
-use std::ops::Range;
+//! are zrecord's own). Decoded frames fan out always.
 
 use rayon::prelude::*;
 use zrecord::gather_policy::{PARALLEL_COPY_BYTES, PIECES_PER_THREAD};
@@ -21,45 +19,49 @@ pub fn min_len(items: usize) -> usize {
         .max(1)
 }
 
-/// Copies fixed-width records `indices` of `src` end to end into `out`
-/// (`indices.len() * width` bytes).
-pub fn gather_fixed(src: &[u8], width: usize, indices: &[u64], out: &mut [u8]) {
-    let copy = |(dst, &i): (&mut [u8], &u64)| {
-        let at = i as usize * width;
-        dst.copy_from_slice(&src[at..at + width]);
-    };
-    if parallel(out.len(), indices.len()) {
+/// Fills `out` with records `indices` of `width` bytes end to end,
+/// `fill(dst, i)` writing record `i`; across rayon's pool when `parallel`.
+pub fn fill_fixed(
+    out: &mut [u8],
+    width: usize,
+    indices: &[u64],
+    parallel: bool,
+    fill: impl Fn(&mut [u8], u64) + Sync,
+) {
+    if parallel {
         out.par_chunks_mut(width)
             .zip(indices.par_iter())
             .with_min_len(min_len(indices.len()))
-            .for_each(copy);
+            .for_each(|(dst, &i)| fill(dst, i));
     } else {
-        out.chunks_mut(width).zip(indices).for_each(copy);
+        out.chunks_mut(width)
+            .zip(indices)
+            .for_each(|(dst, &i)| fill(dst, i));
     }
 }
 
-/// Copies variable-length records `indices` of `src` (record `i` is
-/// `src[range(i)]`) end to end into `values`, with `offsets` (`len + 1`
-/// entries, from 0) marking where each starts.
-pub fn gather_packed<T: Copy + Default + Send + Sync>(
-    src: &[T],
-    range: impl Fn(u64) -> Range<usize> + Sync,
+/// Fills `out` with records `indices` end to end, record `i` being `len(i)`
+/// bytes that `fill(dst, i)` writes; `offsets` gets where each starts
+/// (`len + 1` entries from 0). Across rayon's pool when `parallel(bytes)`.
+pub fn fill_packed(
     indices: &[u64],
-    values: &mut Vec<T>,
+    len: impl Fn(u64) -> usize,
+    out: &mut Vec<u8>,
     offsets: &mut Vec<usize>,
+    parallel: impl FnOnce(usize) -> bool,
+    fill: impl Fn(&mut [u8], u64) + Sync,
 ) {
     offsets.clear();
     offsets.push(0);
     let mut total = 0;
     for &i in indices {
-        total += range(i).len();
+        total += len(i);
         offsets.push(total);
     }
-    values.resize(total, T::default());
-    let bytes = total * size_of::<T>();
-    if parallel(bytes, indices.len()) {
-        let mut jobs: Vec<(&mut [T], u64)> = Vec::with_capacity(indices.len());
-        let mut rest = &mut values[..];
+    out.resize(total, 0);
+    if parallel(total) {
+        let mut jobs: Vec<(&mut [u8], u64)> = Vec::with_capacity(indices.len());
+        let mut rest = &mut out[..];
         for (k, &i) in indices.iter().enumerate() {
             let (dst, tail) = rest.split_at_mut(offsets[k + 1] - offsets[k]);
             jobs.push((dst, i));
@@ -67,10 +69,10 @@ pub fn gather_packed<T: Copy + Default + Send + Sync>(
         }
         jobs.par_iter_mut()
             .with_min_len(min_len(indices.len()))
-            .for_each(|(dst, i)| dst.copy_from_slice(&src[range(*i)]));
+            .for_each(|(dst, i)| fill(dst, *i));
     } else {
         for (k, &i) in indices.iter().enumerate() {
-            values[offsets[k]..offsets[k + 1]].copy_from_slice(&src[range(i)]);
+            fill(&mut out[offsets[k]..offsets[k + 1]], i);
         }
     }
 }
@@ -89,8 +91,7 @@ pub fn memcpy(src: &[u8], out: &mut [u8]) {
 }
 
 /// Fills `out` with `src` read from offset `start` on, wrapping around at
-/// its end (`src` may be shorter than `out`), each contiguous piece copied
-/// with [`memcpy`].
+/// its end (`src` may be shorter than `out`), each piece with [`memcpy`].
 ///
 /// # Panics
 /// If `src` is empty while `out` is not.
@@ -112,27 +113,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fixed_and_packed_copies() {
+    fn fixed_and_packed_fills() {
         let src: Vec<u8> = (0..=255u8).cycle().take(8 << 20).collect();
         let width = 64 << 10;
-        for indices in [vec![3u64, 0, 3], (0..64).rev().collect()] {
+        let copy =
+            |dst: &mut [u8], i: u64| dst.copy_from_slice(&src[i as usize * width..][..width]);
+        for parallel in [false, true] {
+            let indices = [3u64, 0, 3];
             let mut out = vec![0u8; indices.len() * width];
-            gather_fixed(&src, width, &indices, &mut out);
-            for (k, &i) in indices.iter().enumerate() {
-                let i = i as usize;
-                assert_eq!(out[k * width..][..width], src[i * width..][..width]);
-            }
-        }
-        let tokens: Vec<i32> = (0..1_000_000).collect();
-        let bounds: Vec<usize> = (0..=1000).map(|k| k * 1000).collect();
-        let range = |i: u64| bounds[i as usize]..bounds[i as usize + 1];
-        for indices in [vec![5u64, 1, 5], (0..1000).rev().collect::<Vec<u64>>()] {
-            let (mut values, mut offsets) = (Vec::new(), Vec::new());
-            gather_packed(&tokens, range, &indices, &mut values, &mut offsets);
-            assert_eq!(offsets.len(), indices.len() + 1);
-            for (k, &i) in indices.iter().enumerate() {
-                assert_eq!(values[offsets[k]..offsets[k + 1]], tokens[range(i)]);
-            }
+            fill_fixed(&mut out, width, &indices, parallel, copy);
+            assert_eq!(out[2 * width..], src[3 * width..4 * width]);
+            let (mut out, mut offsets) = (Vec::new(), Vec::new());
+            let len = |i: u64| (i as usize + 1) * 1000;
+            let fill = |dst: &mut [u8], i: u64| dst.copy_from_slice(&src[..len(i)]);
+            fill_packed(&[5, 1, 5], len, &mut out, &mut offsets, |_| parallel, fill);
+            assert_eq!(offsets, [0, 6000, 8000, 14000]);
+            assert_eq!(out[6000..8000], src[..2000]);
         }
         let mut out = vec![0u8; src.len()];
         memcpy(&src, &mut out);

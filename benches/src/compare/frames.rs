@@ -11,8 +11,6 @@ use rayon::prelude::*;
 use zrecord::{Codec, ZSTD_LEVEL};
 use zstd::zstd_safe::{self, CCtx, CParameter, DCtx, DDict};
 
-use super::copy::min_len;
-
 thread_local! {
     /// One decompression context per thread, reused by every batch.
     static DCTX: RefCell<DCtx<'static>> = RefCell::new(DCtx::create());
@@ -27,37 +25,16 @@ pub struct FrameSet {
     ddict: Option<DDict<'static>>,
 }
 
-fn cctx(level: i32) -> CCtx<'static> {
-    let mut cctx = CCtx::create();
-    for p in [
-        CParameter::ChecksumFlag(true),
-        CParameter::ContentSizeFlag(true),
-        CParameter::CompressionLevel(level),
-    ] {
-        cctx.set_parameter(p).expect("valid zstd parameter");
-    }
-    cctx
-}
-
-fn compress_one(cctx: &mut CCtx<'_>, src: &[u8]) -> Vec<u8> {
-    let mut frame = vec![0u8; zstd_safe::compress_bound(src.len())];
-    let n = cctx
-        .compress2(&mut frame[..], src)
-        .unwrap_or_else(|e| panic!("zstd: {}", zstd_safe::get_error_name(e)));
-    frame.truncate(n);
-    frame
-}
-
 impl FrameSet {
     /// The frames a zrecord store holds, read from its files (FORMAT.md,
-    /// versions 1 and 2 alike for zstd records: `meta.zr`, the `{n}.loc`
-    /// record table and the `{n}.chunk` files): part `part` of each of the store's logical records, a logical
-    /// record being `group` physical ones (1 dense, 2 ragged: payload, shape).
-    /// So the in-memory limit decodes exactly the bytes the store decodes.
+    /// versions 1 and 2 alike: `meta.zr`, the `{n}.loc` record tables and
+    /// the `{n}.chunk` files): the first of every `group` physical records
+    /// (a ragged record is two: payload, shape). So the in-memory limit
+    /// decodes exactly the bytes the store decodes.
     ///
     /// # Errors
     /// I/O errors and files that do not follow the format.
-    pub fn from_store(dir: &Path, codec: &Codec, group: u64, part: u64) -> io::Result<FrameSet> {
+    pub fn from_store(dir: &Path, codec: &Codec, group: u64) -> io::Result<FrameSet> {
         let bad = |why: String| io::Error::new(io::ErrorKind::InvalidData, why);
         let meta = std::fs::read(dir.join("meta.zr"))?;
         if meta.len() != 32 || &meta[..4] != b"ZREC" || !matches!(meta[4], 1 | 2) {
@@ -81,7 +58,7 @@ impl FrameSet {
             .collect::<io::Result<Vec<_>>>()?;
         // The frames end to end, as a chunk holds them.
         let (mut bytes, mut starts) = (Vec::new(), vec![0]);
-        for phys in (part..length).step_by(group as usize) {
+        for phys in (0..length).step_by(group as usize) {
             let seg = (phys / per_segment) as usize;
             while segments.len() <= seg {
                 segments.push(std::fs::read(dir.join(format!("{}.loc", segments.len())))?);
@@ -121,16 +98,6 @@ impl FrameSet {
         self.bytes.len() as u64
     }
 
-    /// Number of records.
-    pub fn len(&self) -> usize {
-        self.starts.len() - 1
-    }
-
-    /// Whether there are no records.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Decodes frame `i` into `dst` (exactly its content size).
     ///
     /// # Panics
@@ -147,56 +114,30 @@ impl FrameSet {
             .unwrap_or_else(|e| panic!("zstd: {}", zstd_safe::get_error_name(e)));
         assert_eq!(n, dst.len(), "frame {i} decodes to {n} bytes");
     }
-
-    /// Decodes fixed-size records `indices` end to end into `out`, on all cores.
-    pub fn gather_fixed(&self, indices: &[u64], out: &mut [u8]) {
-        let width = out.len() / indices.len().max(1);
-        out.par_chunks_mut(width)
-            .zip(indices.par_iter())
-            .with_min_len(min_len(indices.len()))
-            .for_each(|(dst, &i)| self.decode(i, dst));
-    }
-
-    /// Decodes variable-size records `indices` (record `i` is `len(i)`
-    /// bytes) end to end into `out`, on all cores; `offsets` gets where each
-    /// record starts (`len + 1` entries from 0).
-    pub fn gather_packed(
-        &self,
-        indices: &[u64],
-        len: impl Fn(u64) -> usize,
-        out: &mut Vec<u8>,
-        offsets: &mut Vec<usize>,
-    ) {
-        offsets.clear();
-        offsets.push(0);
-        let mut total = 0;
-        for &i in indices {
-            total += len(i);
-            offsets.push(total);
-        }
-        out.resize(total, 0);
-        let mut jobs: Vec<(&mut [u8], u64)> = Vec::with_capacity(indices.len());
-        let mut rest = &mut out[..];
-        for (k, &i) in indices.iter().enumerate() {
-            let (dst, tail) = rest.split_at_mut(offsets[k + 1] - offsets[k]);
-            jobs.push((dst, i));
-            rest = tail;
-        }
-        jobs.par_iter_mut()
-            .with_min_len(min_len(indices.len()))
-            .for_each(|(dst, i)| self.decode(*i, dst));
-    }
 }
 
 /// Compressed size of `data` cut into the byte ranges `groups`, each
 /// compressed as one zstd level-3 frame (in parallel).
 pub fn grouped_bytes(data: &[u8], groups: &[Range<usize>]) -> u64 {
+    let cctx = || {
+        let mut cctx = CCtx::create();
+        for p in [
+            CParameter::ChecksumFlag(true),
+            CParameter::ContentSizeFlag(true),
+            CParameter::CompressionLevel(ZSTD_LEVEL),
+        ] {
+            cctx.set_parameter(p).expect("valid zstd parameter");
+        }
+        cctx
+    };
+    let compressed = |cctx: &mut CCtx<'_>, src: &[u8]| {
+        let mut frame = vec![0u8; zstd_safe::compress_bound(src.len())];
+        cctx.compress2(&mut frame[..], src)
+            .unwrap_or_else(|e| panic!("zstd: {}", zstd_safe::get_error_name(e))) as u64
+    };
     groups
         .par_iter()
-        .map_init(
-            || cctx(ZSTD_LEVEL),
-            |c, g| compress_one(c, &data[g.clone()]).len() as u64,
-        )
+        .map_init(cctx, |c, g| compressed(c, &data[g.clone()]))
         .sum()
 }
 
@@ -237,18 +178,14 @@ mod tests {
             let path = dir.path().join(codec.name());
             let store = zrecord::RaggedStore::<u8>::create(&path, codec.clone()).unwrap();
             store.append_slices(&recs).unwrap();
-            let set = FrameSet::from_store(&path, &codec, 2, 0).unwrap();
-            assert_eq!(set.len(), recs.len());
-            let (mut out, mut offsets) = (Vec::new(), Vec::new());
-            set.gather_packed(
-                &[1999, 3],
-                |i| recs[i as usize].len(),
-                &mut out,
-                &mut offsets,
-            );
-            assert_eq!(out, [&recs[1999][..], &recs[3][..]].concat());
+            let set = FrameSet::from_store(&path, &codec, 2).unwrap();
+            for i in [1999, 3] {
+                let mut out = vec![0u8; recs[i].len()];
+                set.decode(i as u64, &mut out);
+                assert_eq!(out, recs[i]);
+            }
         }
-        assert!(FrameSet::from_store(dir.path(), &Codec::Zstd, 1, 0).is_err());
+        assert!(FrameSet::from_store(dir.path(), &Codec::Zstd, 1).is_err());
     }
 
     #[test]

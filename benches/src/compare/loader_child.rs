@@ -7,11 +7,12 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use zrecord::{DenseStore, Padding, RaggedBatch, RaggedStore};
-use zrecord_loader::{Batch, Loader, LoaderBuilder, Mode};
+use zrecord::{DenseStore, PaddedBatch, Padding, RaggedBatch, RaggedStore};
+use zrecord_loader::{Batch, Counters, Loader, LoaderBuilder, Mode};
 use zsampler::Sampler;
 
-use super::rss::{self, Monitor};
+use super::Result;
+use super::rss;
 use crate::checksum::sha256_hex;
 
 /// The flag that makes `compare` a loader child.
@@ -26,11 +27,11 @@ pub const SEED: u64 = 5;
 /// The stores a child reads.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Data {
-    /// Data (a) or (b), with labels.
+    /// Data (a) or (b): a dense `u8` store and its `i64` labels (`label[r] = r`).
     Labelled {
-        /// The dense `u8` store.
+        /// The records.
         records: PathBuf,
-        /// Its label store (`i64`, `label[r] = r`).
+        /// The labels.
         labels: PathBuf,
     },
     /// A ragged `i32` token store (data (c)), each batch padded with zeros
@@ -59,16 +60,16 @@ pub struct ChildConfig {
     pub consumer_sleep_s: f64,
 }
 
-/// What a child measured.
+/// What a child measured, over the timed steps.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ChildResult {
     /// Timed steps.
     pub steps: u64,
-    /// Wall seconds of the timed steps.
+    /// Wall seconds.
     pub wall_s: f64,
-    /// Batches per second over the timed steps.
+    /// Batches per second.
     pub batches_per_s: f64,
-    /// Seconds the consumer waited for batches (loader counters), timed steps only.
+    /// Seconds the consumer waited for batches (loader counters).
     pub wait_s: f64,
     /// Gather seconds summed over workers (loader) or the loop's own gather time.
     pub gather_s: f64,
@@ -84,76 +85,55 @@ pub struct ChildResult {
     pub buffers_allocated: u64,
 }
 
-fn check_labels(labels: &[i64], indices: &[u64]) -> Result<(), String> {
-    match labels
-        .iter()
-        .zip(indices)
-        .position(|(&l, &i)| l != i as i64)
-    {
-        None if labels.len() == indices.len() => Ok(()),
-        None => Err(format!(
-            "{} labels for {} indices",
-            labels.len(),
-            indices.len()
-        )),
-        Some(k) => Err(format!(
-            "label {} at position {k} for index {}",
-            labels[k], indices[k]
-        )),
-    }
-}
-
-/// Runs `config` and returns what it measured.
+/// The child's entry point: parses the config, runs, prints the result line.
 ///
 /// # Errors
-/// zrecord and loader errors, or a batch that is not what the sampler chose.
-pub fn run(config: &ChildConfig) -> super::Result<ChildResult> {
-    let sleep = Duration::from_secs_f64(config.consumer_sleep_s);
-    let rss_open_kib;
-    let monitor;
-    let mut result = match &config.data {
+/// A bad config, zrecord and loader errors, or a batch that is not what the
+/// sampler chose.
+pub fn main(config_json: &str) -> Result<()> {
+    let config: ChildConfig = serde_json::from_str(config_json)?;
+    let result = match &config.data {
         Data::Labelled { records, labels } => {
             let images = DenseStore::<u8>::open_read_only(records)?;
             let labels = DenseStore::<i64>::open_read_only(labels)?;
-            rss_open_kib = rss::status().vm_rss;
-            monitor = Monitor::start(Duration::from_millis(2));
-            match config.workers {
-                None => bare_loop(config, &images, &labels, sleep)?,
-                Some(workers) => loader(config, images, labels, workers, sleep)?,
-            }
+            measured(|| labelled(&config, images, labels))?
         }
         Data::PaddedTokens { tokens } => {
             let tokens = RaggedStore::<i32>::open_read_only(tokens)?;
-            rss_open_kib = rss::status().vm_rss;
-            monitor = Monitor::start(Duration::from_millis(2));
-            match config.workers {
-                None => bare_token_loop(config, &tokens, sleep)?,
-                Some(workers) => token_loader(config, tokens, workers, sleep)?,
-            }
+            measured(|| padded(&config, tokens))?
         }
     };
-    let (anon, file) = monitor.finish();
-    result.rss_open_kib = rss_open_kib;
-    result.vm_hwm_kib = rss::status().vm_hwm;
-    result.peak_anon_kib = anon;
-    result.peak_file_kib = file;
-    Ok(result)
+    println!("{RESULT_PREFIX}{}", serde_json::to_string(&result)?);
+    Ok(())
 }
 
-/// Runs `work(step)` for the warm-up and the timed steps on the calling
-/// thread, sleeping after each as the consumer; the time inside `work` is
-/// the gather time.
-fn bare_steps(
+/// Runs `f` with its stores open, adding the memory figures to its result.
+fn measured(f: impl FnOnce() -> Result<ChildResult>) -> Result<ChildResult> {
+    let rss_open_kib = rss::status().vm_rss;
+    let (result, (peak_anon_kib, peak_file_kib)) = rss::peaks(Duration::from_millis(2), f);
+    Ok(ChildResult {
+        rss_open_kib,
+        vm_hwm_kib: rss::status().vm_hwm,
+        peak_anon_kib,
+        peak_file_kib,
+        ..result?
+    })
+}
+
+/// Runs `work(step)` for the warm-up and the timed steps, sleeping after
+/// each as the consumer. The time inside `work` is the bare loop's gather
+/// time; a loader's `counters` give its wait and gather time instead.
+fn steps(
     config: &ChildConfig,
-    sleep: Duration,
-    mut work: impl FnMut(u64) -> super::Result<()>,
-) -> super::Result<ChildResult> {
-    let mut gather = Duration::ZERO;
-    let mut start = Instant::now();
+    counters: Option<&Counters>,
+    mut work: impl FnMut(u64) -> Result<()>,
+) -> Result<ChildResult> {
+    let sleep = Duration::from_secs_f64(config.consumer_sleep_s);
+    let snapshot = || counters.map(Counters::snapshot);
+    let (mut gather, mut start, mut before) = (Duration::ZERO, Instant::now(), snapshot());
     for step in 0..config.warmup + config.steps {
         if step == config.warmup {
-            start = Instant::now();
-            gather = Duration::ZERO;
+            (gather, start, before) = (Duration::ZERO, Instant::now(), snapshot());
         }
         let t = Instant::now();
         work(step)?;
@@ -163,26 +143,30 @@ fn bare_steps(
         }
     }
     let wall_s = start.elapsed().as_secs_f64();
-    Ok(ChildResult {
+    let mut result = ChildResult {
         steps: config.steps,
         wall_s,
         batches_per_s: config.steps as f64 / wall_s,
         gather_s: gather.as_secs_f64(),
         ..ChildResult::default()
-    })
+    };
+    if let (Some(before), Some(after)) = (before, snapshot()) {
+        result.wait_s = (after.consumer_wait - before.consumer_wait).as_secs_f64();
+        result.gather_s = (after.gather_time - before.gather_time).as_secs_f64();
+        result.buffers_allocated = after.buffers_allocated;
+    }
+    Ok(result)
 }
 
 /// Builds the loader of `streams` (the workload's sampler, `workers`
 /// workers) and takes the warm-up and the timed steps' batches from it,
-/// calling `consume(step, batch)` on each and sleeping after it as the
-/// consumer.
+/// calling `consume(step, batch)` on each.
 fn loader_steps(
     config: &ChildConfig,
     streams: LoaderBuilder<Batch>,
     workers: usize,
-    sleep: Duration,
-    mut consume: impl FnMut(u64, &Batch) -> super::Result<()>,
-) -> super::Result<ChildResult> {
+    mut consume: impl FnMut(u64, &Batch) -> Result<()>,
+) -> Result<ChildResult> {
     let mut loader = streams
         .mode(Mode::Cyclic)
         .seed(SEED)
@@ -190,41 +174,40 @@ fn loader_steps(
         .prefetch(config.prefetch)
         .build()?;
     let counters = loader.counters();
-    let mut start = Instant::now();
-    let mut before = counters.snapshot();
-    for step in 0..config.warmup + config.steps {
-        if step == config.warmup {
-            start = Instant::now();
-            before = counters.snapshot();
-        }
-        let batch = loader.next_batch()?;
-        consume(step, &batch)?;
-        drop(batch);
-        if !sleep.is_zero() {
-            std::thread::sleep(sleep);
-        }
-    }
-    let wall_s = start.elapsed().as_secs_f64();
-    let after = counters.snapshot();
-    Ok(ChildResult {
-        steps: config.steps,
-        wall_s,
-        batches_per_s: config.steps as f64 / wall_s,
-        wait_s: (after.consumer_wait - before.consumer_wait).as_secs_f64(),
-        gather_s: (after.gather_time - before.gather_time).as_secs_f64(),
-        buffers_allocated: after.buffers_allocated,
-        ..ChildResult::default()
+    steps(config, Some(&counters), |step| {
+        consume(step, &loader.next_batch()?)
     })
 }
 
-/// Fails unless the loader's batch `step` is the one a direct gather gave
-/// (`expected`: indices and digest of the first batches).
+/// The sampler of every run over `records` records.
+fn sampler(records: u64) -> Result<Sampler> {
+    Ok(Sampler::builder(records, BATCH)
+        .seed(SEED)
+        .mode(Mode::Cyclic)
+        .build()?)
+}
+
+/// Indices and digest of the first batches gathered directly, to check the
+/// loader's against (digests: holding the batches would count against the
+/// loader's RSS).
+type Expected = Vec<(Vec<u64>, String)>;
+
+fn expected(sampler: &Sampler, digest: impl Fn(&[u64]) -> Result<String>) -> Result<Expected> {
+    (0..2)
+        .map(|step| {
+            let indices = sampler.batch_at(step);
+            digest(&indices).map(|d| (indices, d))
+        })
+        .collect()
+}
+
+/// Fails unless the loader's batch `step` is the one a direct gather gave.
 fn check_batch(
     step: u64,
-    expected: &[(Vec<u64>, String)],
+    expected: &Expected,
     indices: &[u64],
     digest: impl FnOnce() -> Option<String>,
-) -> super::Result<()> {
+) -> Result<()> {
     match expected.get(step as usize) {
         Some((want, sum)) if indices != &want[..] || digest().as_ref() != Some(sum) => {
             Err(format!("the loader's batch {step} differs from a direct gather").into())
@@ -233,57 +216,58 @@ fn check_batch(
     }
 }
 
-/// Samples and gathers on the calling thread (zrecord's gather uses every
-/// core for batches of 1 MiB and more), as a program without a loader would.
-fn bare_loop(
-    config: &ChildConfig,
-    images: &DenseStore<u8>,
-    labels: &DenseStore<i64>,
-    sleep: Duration,
-) -> super::Result<ChildResult> {
-    let sampler = sampler(images.len())?;
-    let mut indices = vec![0u64; BATCH as usize];
-    let mut image_buf = vec![0u8; BATCH as usize * images.record_len()];
-    let mut label_buf = vec![0i64; BATCH as usize];
-    bare_steps(config, sleep, |step| {
-        sampler.fill_batch(step, &mut indices);
-        images.gather_into(&indices, &mut image_buf)?;
-        labels.gather_into(&indices, &mut label_buf)?;
-        check_labels(&label_buf, &indices)?;
-        std::hint::black_box(&image_buf);
-        Ok(())
-    })
+fn check_labels(labels: &[i64], indices: &[u64]) -> Result<()> {
+    if labels.len() != indices.len() {
+        return Err(format!("{} labels for {} indices", labels.len(), indices.len()).into());
+    }
+    match labels
+        .iter()
+        .zip(indices)
+        .position(|(&l, &i)| l != i as i64)
+    {
+        None => Ok(()),
+        Some(k) => {
+            let (label, index) = (labels[k], indices[k]);
+            Err(format!("label {label} at position {k} for index {index}").into())
+        }
+    }
 }
 
-fn loader(
+/// Data (a) or (b) with labels: the bare loop samples and gathers on the
+/// calling thread (zrecord's gather uses every core for batches of 1 MiB and
+/// more), as a program without a loader would.
+fn labelled(
     config: &ChildConfig,
     images: DenseStore<u8>,
     labels: DenseStore<i64>,
-    workers: usize,
-    sleep: Duration,
-) -> super::Result<ChildResult> {
-    // A direct gather of the first batches, to check the loader's against.
+) -> Result<ChildResult> {
     let sampler = sampler(images.len())?;
-    // Kept as digests: holding the batches would count against the loader's RSS.
-    let expected: Vec<(Vec<u64>, String)> = (0..2)
-        .map(|step| {
-            let indices = sampler.batch_at(step);
-            let mut buf = vec![0u8; indices.len() * images.record_len()];
-            images
-                .gather_into(&indices, &mut buf)
-                .map(|()| (indices, sha256_hex(&buf)))
-        })
-        .collect::<Result<_, _>>()?;
+    let Some(workers) = config.workers else {
+        let mut indices = vec![0u64; BATCH as usize];
+        let mut image_buf = vec![0u8; BATCH as usize * images.record_len()];
+        let mut label_buf = vec![0i64; BATCH as usize];
+        return steps(config, None, |step| {
+            sampler.fill_batch(step, &mut indices);
+            images.gather_into(&indices, &mut image_buf)?;
+            labels.gather_into(&indices, &mut label_buf)?;
+            check_labels(&label_buf, &indices)?;
+            std::hint::black_box(&image_buf);
+            Ok(())
+        });
+    };
+    let expected = expected(&sampler, |indices| {
+        let mut buf = vec![0u8; indices.len() * images.record_len()];
+        images.gather_into(indices, &mut buf)?;
+        Ok(sha256_hex(&buf))
+    })?;
     let streams = Loader::builder(BATCH)
         .stream("image", images)
         .stream("label", labels);
-    loader_steps(config, streams, workers, sleep, |step, batch| {
+    loader_steps(config, streams, workers, |step, batch| {
         let image = batch.dense::<u8>("image")?;
         let label = batch.dense::<i64>("label")?;
-        check_labels(
-            label.as_slice().ok_or("labels not contiguous")?,
-            batch.indices(),
-        )?;
+        let label = label.as_slice().ok_or("labels not contiguous")?;
+        check_labels(label, batch.indices())?;
         check_batch(step, &expected, batch.indices(), || {
             image.as_slice().map(sha256_hex)
         })?;
@@ -292,59 +276,35 @@ fn loader(
     })
 }
 
-/// The sampler of every run over `records` records.
-fn sampler(records: u64) -> super::Result<Sampler> {
-    Ok(Sampler::builder(records, BATCH)
-        .seed(SEED)
-        .mode(Mode::Cyclic)
-        .build()?)
-}
-
 /// A padded token batch as one digest (shape, lengths and values).
-fn padded_digest(padded: &zrecord::PaddedBatch<i32>) -> String {
+fn padded_digest(padded: &PaddedBatch<i32>) -> String {
     let mut bytes: Vec<u8> = padded.shape.iter().flat_map(|d| d.to_le_bytes()).collect();
     bytes.extend(padded.lengths.iter().flat_map(|l| l.to_le_bytes()));
     bytes.extend(padded.values.iter().flat_map(|v| v.to_le_bytes()));
     sha256_hex(&bytes)
 }
 
-/// Samples, gathers and pads token batches on the calling thread.
-fn bare_token_loop(
-    config: &ChildConfig,
-    tokens: &RaggedStore<i32>,
-    sleep: Duration,
-) -> super::Result<ChildResult> {
+/// Token batches padded by the consumer: on the calling thread, or from the
+/// loader.
+fn padded(config: &ChildConfig, tokens: RaggedStore<i32>) -> Result<ChildResult> {
     let sampler = sampler(tokens.len())?;
     let padding = Padding::new(0i32);
-    let mut indices = vec![0u64; BATCH as usize];
-    let mut batch = RaggedBatch::<i32>::new();
-    bare_steps(config, sleep, |step| {
-        sampler.fill_batch(step, &mut indices);
-        tokens.gather_into(&indices, &mut batch)?;
-        std::hint::black_box(padding.pad(batch.values(), batch.layout())?);
-        Ok(())
-    })
-}
-
-/// The loader over the token store; the consumer pads each batch.
-fn token_loader(
-    config: &ChildConfig,
-    tokens: RaggedStore<i32>,
-    workers: usize,
-    sleep: Duration,
-) -> super::Result<ChildResult> {
-    let sampler = sampler(tokens.len())?;
-    let padding = Padding::new(0i32);
-    let expected: Vec<(Vec<u64>, String)> = (0..2)
-        .map(|step| -> super::Result<_> {
-            let indices = sampler.batch_at(step);
-            let batch = tokens.gather(&indices)?;
-            let padded = padding.pad(batch.values(), batch.layout())?;
-            Ok((indices, padded_digest(&padded)))
-        })
-        .collect::<super::Result<_>>()?;
+    let Some(workers) = config.workers else {
+        let mut indices = vec![0u64; BATCH as usize];
+        let mut batch = RaggedBatch::<i32>::new();
+        return steps(config, None, |step| {
+            sampler.fill_batch(step, &mut indices);
+            tokens.gather_into(&indices, &mut batch)?;
+            std::hint::black_box(padding.pad(batch.values(), batch.layout())?);
+            Ok(())
+        });
+    };
+    let expected = expected(&sampler, |indices| {
+        let batch = tokens.gather(indices)?;
+        Ok(padded_digest(&padding.pad(batch.values(), batch.layout())?))
+    })?;
     let streams = Loader::builder(BATCH).stream("tokens", tokens);
-    loader_steps(config, streams, workers, sleep, |step, batch| {
+    loader_steps(config, streams, workers, |step, batch| {
         let padded = batch.padded::<i32>("tokens", 0)?;
         check_batch(step, &expected, batch.indices(), || {
             Some(padded_digest(&padded))
@@ -352,15 +312,4 @@ fn token_loader(
         std::hint::black_box(&padded);
         Ok(())
     })
-}
-
-/// The child's entry point: parses the config, runs, prints the result line.
-///
-/// # Errors
-/// A bad config, or any error of [`run`].
-pub fn main(config_json: &str) -> super::Result<()> {
-    let config: ChildConfig = serde_json::from_str(config_json)?;
-    let result = run(&config)?;
-    println!("{RESULT_PREFIX}{}", serde_json::to_string(&result)?);
-    Ok(())
 }

@@ -46,11 +46,6 @@ impl Sampled {
         median(&self.rates(&self.round_records))
     }
 
-    /// Per-round bytes per second.
-    pub fn round_rates(&self) -> Vec<f64> {
-        self.rates(&self.round_bytes)
-    }
-
     fn rates(&self, amounts: &[f64]) -> Vec<f64> {
         amounts
             .iter()
@@ -73,9 +68,9 @@ impl Sampled {
     /// same round.
     pub fn paired_ratio(&self, reference: &Sampled) -> f64 {
         let ratios: Vec<f64> = self
-            .round_rates()
+            .rates(&self.round_bytes)
             .iter()
-            .zip(reference.round_rates())
+            .zip(reference.rates(&reference.round_bytes))
             .map(|(s, r)| s / r)
             .collect();
         median(&ratios)
@@ -137,6 +132,13 @@ pub fn interleaved(
         rounds += 1;
     }
     (sampled, rounds)
+}
+
+/// Runs `f` and returns its value and the seconds it took.
+pub fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let start = Instant::now();
+    let value = f();
+    (value, start.elapsed().as_secs_f64())
 }
 
 /// Page faults of this process so far, (minor, major), from `/proc/self/stat`

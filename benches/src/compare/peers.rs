@@ -5,16 +5,17 @@
 use std::path::Path;
 
 use super::Result;
-use super::disk::allocated_bytes;
+use super::disk::{Region, allocated_bytes};
+use super::measure::timed;
 use super::npy;
-use super::store_table::timed;
 use super::systems::{Mapped, Source, System};
 
-/// An array a peer stores: name, `.npy` dtype, shape, little-endian bytes.
+/// An array a peer stores: name, `.npy` dtype (`|u1`, `<i4` or `<i8`),
+/// shape, little-endian bytes.
 pub struct Array<'a> {
     /// Name (file stem or tensor name).
     pub name: &'static str,
-    /// `.npy` dtype: `|u1`, `<i4` or `<i8`.
+    /// `.npy` dtype.
     pub descr: &'static str,
     /// Shape.
     pub shape: Vec<usize>,
@@ -36,11 +37,21 @@ pub struct Peer {
 
 /// A peer's row name for dense or ragged records.
 fn named(source: &Source, dense: &'static str, ragged: &'static str) -> &'static str {
-    if source.width().is_some() {
-        dense
-    } else {
-        ragged
+    match source {
+        Source::Dense { .. } => dense,
+        Source::Ragged(_) => ragged,
     }
+}
+
+/// The records as mapped arrays: `data` cut into records of the source's
+/// width, or tokens cut by `offsets`.
+fn mapped(source: &Source, data: Region, offsets: Option<Region>) -> Result<Box<dyn System>> {
+    Ok(match (source, offsets) {
+        (Source::Dense { shape, .. }, _) => Box::new(Mapped::dense(data, shape[0] * shape[1])),
+        (Source::Ragged(_), offsets) => {
+            Box::new(Mapped::ragged(data, offsets.ok_or("no offsets")?)?)
+        }
+    })
 }
 
 /// Writes every peer of `source` under `dir` and opens it; notes say what
@@ -53,30 +64,31 @@ pub fn write_all(source: &Source, dir: &Path, notes: &mut Vec<String>) -> Result
         Source::Ragged(d) => d.offsets.iter().map(|&o| o as i64).collect(),
         Source::Dense { .. } => Vec::new(),
     };
+    let array = |name, descr, shape, bytes| Array {
+        name,
+        descr,
+        shape,
+        bytes,
+    };
     let arrays = match source {
-        Source::Dense { data, shape } => vec![Array {
-            name: "records",
-            descr: "|u1",
-            shape: vec![source.len(), shape[0], shape[1]],
-            bytes: data,
-        }],
+        Source::Dense { data, shape } => {
+            vec![array(
+                "records",
+                "|u1",
+                vec![source.len(), shape[0], shape[1]],
+                &data[..],
+            )]
+        }
         Source::Ragged(d) => vec![
-            Array {
-                name: "tokens",
-                descr: "<i4",
-                shape: vec![d.tokens.len()],
-                bytes: bytemuck::cast_slice(&d.tokens),
-            },
-            Array {
-                name: "offsets",
-                descr: "<i8",
-                shape: vec![offsets64.len()],
-                bytes: bytemuck::cast_slice(&offsets64),
-            },
+            array("tokens", "<i4", vec![d.tokens.len()], source.bytes()),
+            array(
+                "offsets",
+                "<i8",
+                vec![offsets64.len()],
+                bytemuck::cast_slice(&offsets64),
+            ),
         ],
     };
-    let mut peers = Vec::new();
-
     let paths: Vec<_> = arrays
         .iter()
         .map(|a| dir.join(format!("{}.npy", a.name)))
@@ -88,23 +100,22 @@ pub fn write_all(source: &Source, dir: &Path, notes: &mut Vec<String>) -> Result
             .try_for_each(|(a, path)| npy::write(path, a.descr, &a.shape, a.bytes))
     });
     written?;
-    let system: Box<dyn System> = match source.width() {
-        Some(width) => Box::new(Mapped::dense(npy::open(&paths[0])?, width)),
-        None => Box::new(Mapped::ragged(
-            npy::open(&paths[0])?,
-            npy::open(&paths[1])?,
-        )?),
-    };
+    let data = npy::open(&paths[0])?;
+    let system = mapped(
+        source,
+        data,
+        paths.get(1).map(|p| npy::open(p)).transpose()?,
+    )?;
     let mut on_disk = 0;
     for path in &paths {
         on_disk += allocated_bytes(path)?;
     }
-    peers.push(Peer {
+    let mut peers = vec![Peer {
         name: named(source, "mmap .npy", "mmap .npy (values + offsets)"),
         write_s,
         on_disk,
         system,
-    });
+    }];
     with_peers(source, &arrays, dir, &mut peers, notes)?;
     hdf5(source, dir, &mut peers, notes)?;
     let times: Vec<String> = peers
@@ -130,10 +141,9 @@ fn with_peers(
 
     let stem = arrays[0].name;
     let column: arrow_array::ArrayRef = match source {
-        Source::Dense { data, .. } => Arc::new(arrow_ipc::dense_array(
-            data,
-            arrays[0].shape[1] * arrays[0].shape[2],
-        )?),
+        Source::Dense { data, shape } => {
+            Arc::new(arrow_ipc::dense_array(data, shape[0] * shape[1])?)
+        }
         Source::Ragged(d) => Arc::new(arrow_ipc::ragged_array(&d.tokens, &d.offsets)?),
     };
     let path = dir.join(format!("{stem}.arrow"));
@@ -154,11 +164,7 @@ fn with_peers(
     let (written, write_s) = timed(|| safetensors_file::write(&path, arrays));
     written?;
     let mut tensors = safetensors_file::open(&path)?;
-    let mut tensor = |name: &str| tensors.remove(name).ok_or(format!("no tensor {name}"));
-    let system: Box<dyn System> = match source.width() {
-        Some(width) => Box::new(Mapped::dense(tensor("records")?, width)),
-        None => Box::new(Mapped::ragged(tensor("tokens")?, tensor("offsets")?)?),
-    };
+    let data = tensors.remove(stem).ok_or(format!("no tensor {stem}"))?;
     peers.push(Peer {
         name: named(
             source,
@@ -167,7 +173,7 @@ fn with_peers(
         ),
         write_s,
         on_disk: allocated_bytes(&path)?,
-        system,
+        system: mapped(source, data, tensors.remove("offsets"))?,
     });
     Ok(())
 }

@@ -1,11 +1,10 @@
-//! Resident memory from `/proc/self/status`: the kernel's own peak
-//! (`VmHWM`) and a sampling monitor that splits it into anonymous memory
-//! (what a program allocates) and file-backed pages (here: the stores' memory
-//! maps, which are page cache the kernel can drop and other processes share).
+//! Resident memory from `/proc/self`: the kernel's own peak (`VmHWM`), a
+//! sampling thread that splits it into anonymous memory (what a program
+//! allocates) and file-backed pages (here: the stores' memory maps, page
+//! cache the kernel can drop and other processes share), and the huge pages
+//! of mapped files.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::thread::JoinHandle;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// Memory figures of this process, KiB.
@@ -28,11 +27,8 @@ pub fn parse(text: &str) -> Status {
         let Some((key, rest)) = line.split_once(':') else {
             continue;
         };
-        let kib = rest
-            .split_whitespace()
-            .next()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
+        let kib = rest.split_whitespace().next().and_then(|v| v.parse().ok());
+        let kib = kib.unwrap_or(0);
         match key {
             "VmRSS" => s.vm_rss = kib,
             "VmHWM" => s.vm_hwm = kib,
@@ -51,19 +47,41 @@ pub fn status() -> Status {
         .unwrap_or_default()
 }
 
-/// One file mapping of this process (from `/proc/self/smaps`).
+/// Runs `f` while a thread samples [`status`] every `every`; returns its
+/// value and the peaks of anonymous and file-backed memory, KiB.
+pub fn peaks<T>(every: Duration, f: impl FnOnce() -> T) -> (T, (u64, u64)) {
+    let stop = AtomicBool::new(false);
+    let max =
+        |(anon, file): (u64, u64), now: Status| (anon.max(now.rss_anon), file.max(now.rss_file));
+    std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| {
+            let mut peak = (0, 0);
+            while !stop.load(Ordering::Relaxed) {
+                peak = max(peak, status());
+                std::thread::sleep(every);
+            }
+            peak
+        });
+        let value = f();
+        stop.store(true, Ordering::Relaxed);
+        let peak = sampler.join().unwrap_or_default();
+        (value, max(peak, status()))
+    })
+}
+
+/// The files under a folder mapped by this process (from `/proc/self/smaps`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FileMap {
     /// The mapped file.
     pub path: String,
-    /// Resident KiB of the mapping.
+    /// Resident KiB of its mappings.
     pub rss_kib: u64,
     /// KiB of it mapped with 2 MiB page-table entries (huge pages).
     pub pmd_kib: u64,
 }
 
-/// The mappings of files under `dir` with their resident and huge-page
-/// mapped sizes, from the text of `/proc/self/smaps`.
+/// Every file under `dir` mapped in the text of `/proc/self/smaps`, in the
+/// order of its first mapping, with its resident and huge-page mapped sizes.
 pub fn parse_file_maps(smaps: &str, dir: &str) -> Vec<FileMap> {
     let mut maps: Vec<FileMap> = Vec::new();
     let mut current: Option<usize> = None;
@@ -74,11 +92,14 @@ pub fn parse_file_maps(smaps: &str, dir: &str) -> Vec<FileMap> {
             // A mapping's header: address range, perms, offset, dev, inode, path.
             let path = line.split_whitespace().nth(5).unwrap_or("");
             current = path.starts_with(dir).then(|| {
-                maps.push(FileMap {
-                    path: path.to_string(),
-                    ..FileMap::default()
-                });
-                maps.len() - 1
+                maps.iter().position(|m| m.path == path).unwrap_or_else(|| {
+                    let path = path.to_string();
+                    maps.push(FileMap {
+                        path,
+                        ..FileMap::default()
+                    });
+                    maps.len() - 1
+                })
             });
             continue;
         }
@@ -100,108 +121,45 @@ pub fn file_maps(dir: &std::path::Path) -> Vec<FileMap> {
     parse_file_maps(&smaps, &dir.to_string_lossy())
 }
 
-/// Samples [`status`] every few milliseconds on a thread and keeps the
-/// peaks of anonymous and file-backed memory.
-pub struct Monitor {
-    stop: Arc<AtomicBool>,
-    peak_anon: Arc<AtomicU64>,
-    peak_file: Arc<AtomicU64>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Monitor {
-    /// Starts sampling every `every`.
-    pub fn start(every: Duration) -> Monitor {
-        let stop = Arc::new(AtomicBool::new(false));
-        let peak_anon = Arc::new(AtomicU64::new(0));
-        let peak_file = Arc::new(AtomicU64::new(0));
-        let (s, a, f) = (
-            Arc::clone(&stop),
-            Arc::clone(&peak_anon),
-            Arc::clone(&peak_file),
-        );
-        let thread = std::thread::spawn(move || {
-            while !s.load(Ordering::Relaxed) {
-                let now = status();
-                a.fetch_max(now.rss_anon, Ordering::Relaxed);
-                f.fetch_max(now.rss_file, Ordering::Relaxed);
-                std::thread::sleep(every);
-            }
-        });
-        Monitor {
-            stop,
-            peak_anon,
-            peak_file,
-            thread: Some(thread),
-        }
-    }
-
-    /// Stops sampling; returns the peaks (anonymous, file-backed), KiB.
-    pub fn finish(mut self) -> (u64, u64) {
-        self.halt();
-        let now = status();
-        (
-            self.peak_anon.load(Ordering::Relaxed).max(now.rss_anon),
-            self.peak_file.load(Ordering::Relaxed).max(now.rss_file),
-        )
-    }
-
-    fn halt(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for Monitor {
-    fn drop(&mut self) {
-        self.halt();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn parses_status_text() {
+    fn parses_status_and_smaps() {
         let s = parse(
             "Name:\tx\nVmHWM:\t  2048 kB\nVmRSS:\t1024 kB\nRssAnon:\t 600 kB\nRssFile:\t400 kB\n",
         );
+        let (vm_rss, vm_hwm, rss_anon, rss_file) = (1024, 2048, 600, 400);
         assert_eq!(
             s,
             Status {
-                vm_rss: 1024,
-                vm_hwm: 2048,
-                rss_anon: 600,
-                rss_file: 400
+                vm_rss,
+                vm_hwm,
+                rss_anon,
+                rss_file
             }
         );
-    }
-
-    #[test]
-    fn parses_smaps() {
         let text = "7f00-7f10 r--s 00000000 fd:00 12 /tmp/x/a.npy\nRss:  400 kB\nFilePmdMapped: 2048 kB\n\
-                    7f20-7f30 r--p 00000000 fd:00 13 /usr/lib/libc.so\nRss: 9 kB\n";
-        let maps = parse_file_maps(text, "/tmp/x");
-        assert_eq!(
-            maps,
-            vec![FileMap {
-                path: "/tmp/x/a.npy".into(),
-                rss_kib: 400,
-                pmd_kib: 2048
-            }]
-        );
+                    7f20-7f30 r--p 00000000 fd:00 13 /usr/lib/libc.so\nRss: 9 kB\n\
+                    7f40-7f50 r--s 00000000 fd:00 12 /tmp/x/a.npy\nRss:  100 kB\n";
+        let path = "/tmp/x/a.npy".into();
+        let (rss_kib, pmd_kib) = (500, 2048);
+        let want = FileMap {
+            path,
+            rss_kib,
+            pmd_kib,
+        };
+        assert_eq!(parse_file_maps(text, "/tmp/x"), vec![want]);
     }
 
     #[test]
-    fn monitor_sees_an_allocation() {
-        let m = Monitor::start(Duration::from_millis(1));
-        let v = vec![1u8; 64 << 20];
-        std::thread::sleep(Duration::from_millis(20));
-        std::hint::black_box(&v);
-        let (anon, _) = m.finish();
+    fn peaks_see_an_allocation() {
+        let (_, (anon, _)) = peaks(Duration::from_millis(1), || {
+            let v = vec![1u8; 64 << 20];
+            std::thread::sleep(Duration::from_millis(20));
+            std::hint::black_box(&v);
+        });
         if status().vm_rss > 0 {
             assert!(anon >= 60 << 10, "{anon} KiB");
         }

@@ -16,24 +16,38 @@ pub const LEN: u64 = 1_000_000;
 /// Batch size.
 pub const BATCH: usize = 1024;
 const SEED: u64 = 42;
-
-/// Per-round rates (indices/s) and seconds per iteration of one system.
-type Rounds = (Vec<f64>, Vec<f64>);
+/// Batches per iteration of the iid group.
+const IID_BATCHES: u64 = 1000;
 
 /// One iteration of a system: returns the indices it produced.
-type Iteration<'a> = Box<dyn FnMut() -> u64 + 'a>;
+type Iteration = Box<dyn FnMut() -> u64>;
 
-fn sampler(mode: Mode) -> Sampler {
-    Sampler::builder(LEN, BATCH as u64)
+/// `batches` batches of zsampler in `mode` per iteration, each iteration
+/// going on where the last ended.
+fn zsampler(mode: Mode, batches: u64) -> Iteration {
+    let sampler = Sampler::builder(LEN, BATCH as u64)
         .seed(SEED)
         .mode(mode)
         .build()
-        .expect("a valid sampler configuration")
+        .expect("a valid sampler configuration");
+    let (mut buf, mut step) = (vec![0u64; BATCH], 0);
+    Box::new(move || {
+        for _ in 0..batches {
+            sampler.fill_batch(step, &mut buf);
+            step += 1;
+            black_box(&buf);
+        }
+        batches * BATCH as u64
+    })
 }
 
 /// Interleaved rounds of `systems`; per system, the per-round rates
-/// (indices per second) and the median seconds per iteration.
-fn rounds(systems: &mut [Iteration<'_>], budget: Duration, min_rounds: usize) -> Vec<Rounds> {
+/// (indices per second) and seconds per iteration.
+fn rounds(
+    systems: &mut [Iteration],
+    budget: Duration,
+    min_rounds: usize,
+) -> Vec<(Vec<f64>, Vec<f64>)> {
     let mut out = vec![(Vec::new(), Vec::new()); systems.len()];
     let start = Instant::now();
     let mut round = 0;
@@ -60,70 +74,6 @@ pub fn run(quick: bool, report: &mut Report) -> Table {
         (Duration::from_secs(6), 15)
     };
     let steps = LEN / BATCH as u64;
-    // iid: 1000 batches per iteration.
-    const IID_BATCHES: u64 = 1000;
-    let mut rng = small_rng(SEED);
-    let mut base_buf = vec![0u64; BATCH];
-    let iid = sampler(Mode::Iid);
-    let mut iid_buf = vec![0u64; BATCH];
-    let mut iid_step = 0;
-    let mut group_iid: Vec<Iteration<'_>> = vec![
-        Box::new(|| {
-            for _ in 0..IID_BATCHES {
-                iid_random_range(&mut rng, LEN, &mut base_buf);
-                black_box(&base_buf);
-            }
-            IID_BATCHES * BATCH as u64
-        }),
-        Box::new(|| {
-            for _ in 0..IID_BATCHES {
-                iid.fill_batch(iid_step, &mut iid_buf);
-                iid_step += 1;
-                black_box(&iid_buf);
-            }
-            IID_BATCHES * BATCH as u64
-        }),
-    ];
-    let iid_results = rounds(&mut group_iid, budget, min_rounds);
-    drop(group_iid);
-
-    let mut rng = small_rng(SEED);
-    let mut permutation: Vec<u64> = (0..LEN).collect();
-    let mut fy_buf = vec![0u64; BATCH];
-    let cyclic = sampler(Mode::Cyclic);
-    let block = sampler(Mode::Block {
-        block_size: 256,
-        window_blocks: 16,
-    });
-    let (mut c_buf, mut b_buf) = (vec![0u64; BATCH], vec![0u64; BATCH]);
-    let (mut c_step, mut b_step) = (0, 0);
-    let mut group_epoch: Vec<Iteration<'_>> = vec![
-        Box::new(|| {
-            fisher_yates_epoch(&mut rng, &mut permutation, &mut fy_buf, |b| {
-                black_box(b);
-            });
-            steps * BATCH as u64
-        }),
-        Box::new(|| {
-            for _ in 0..steps {
-                cyclic.fill_batch(c_step, &mut c_buf);
-                c_step += 1;
-                black_box(&c_buf);
-            }
-            steps * BATCH as u64
-        }),
-        Box::new(|| {
-            for _ in 0..steps {
-                block.fill_batch(b_step, &mut b_buf);
-                b_step += 1;
-                black_box(&b_buf);
-            }
-            steps * BATCH as u64
-        }),
-    ];
-    let epoch_results = rounds(&mut group_epoch, budget, min_rounds);
-    drop(group_epoch);
-
     let mut table = Table::new(
         "(d) sampler index rates, batch 1024 over 1M indices, one core",
         &[
@@ -136,30 +86,57 @@ pub fn run(quick: bool, report: &mut Report) -> Table {
             "reached",
         ],
     );
-    // (group, [(system, target G/s)], its rounds)
-    type Group<'a> = (&'a str, Vec<(&'a str, Option<f64>)>, &'a [Rounds]);
-    let groups: [Group<'_>; 2] = [
+    // Per group, the baseline first: (system, target G/s, its iteration).
+    type Group = (&'static str, Vec<(&'static str, Option<f64>, Iteration)>);
+    let iid_baseline: Iteration = {
+        let (mut rng, mut buf) = (small_rng(SEED), vec![0u64; BATCH]);
+        Box::new(move || {
+            for _ in 0..IID_BATCHES {
+                iid_random_range(&mut rng, LEN, &mut buf);
+                black_box(&buf);
+            }
+            IID_BATCHES * BATCH as u64
+        })
+    };
+    let epoch_baseline: Iteration = {
+        let (mut rng, mut buf) = (small_rng(SEED), vec![0u64; BATCH]);
+        let mut permutation: Vec<u64> = (0..LEN).collect();
+        Box::new(move || {
+            fisher_yates_epoch(&mut rng, &mut permutation, &mut buf, |b| {
+                black_box(b);
+            });
+            steps * BATCH as u64
+        })
+    };
+    let block = Mode::Block {
+        block_size: 256,
+        window_blocks: 16,
+    };
+    let groups: [Group; 2] = [
         (
             "iid, 1000 batches",
             vec![
-                ("SmallRng + random_range (baseline)", None),
-                ("zsampler iid", Some(1.0)),
+                ("SmallRng + random_range (baseline)", None, iid_baseline),
+                ("zsampler iid", Some(1.0), zsampler(Mode::Iid, IID_BATCHES)),
             ],
-            &iid_results,
         ),
         (
             "one epoch, 976 batches",
             vec![
-                ("Fisher–Yates per epoch (baseline)", None),
-                ("zsampler cyclic", Some(0.2)),
-                ("zsampler block (256 × 16)", None),
+                ("Fisher–Yates per epoch (baseline)", None, epoch_baseline),
+                ("zsampler cyclic", Some(0.2), zsampler(Mode::Cyclic, steps)),
+                ("zsampler block (256 × 16)", None, zsampler(block, steps)),
             ],
-            &epoch_results,
         ),
     ];
-    for (group, systems, results) in groups {
+    let mut rounds_run = Vec::new();
+    for (group, systems) in groups {
+        let (systems, mut iterations): (Vec<_>, Vec<_>) =
+            systems.into_iter().map(|(n, t, i)| ((n, t), i)).unzip();
+        let results = rounds(&mut iterations, budget, min_rounds);
+        rounds_run.push(results[0].0.len());
         let baseline = &results[0].0;
-        for ((name, target), (rates, secs)) in systems.iter().zip(results) {
+        for ((name, target), (rates, secs)) in systems.iter().zip(&results) {
             let rate = median(rates) / 1e9;
             let paired: Vec<f64> = rates.iter().zip(baseline).map(|(r, b)| r / b).collect();
             let vs = median(&paired);
@@ -169,17 +146,13 @@ pub fn run(quick: bool, report: &mut Report) -> Table {
             let (goal, met) = match target {
                 Some(t) => (
                     format!("≥ {t} G/s"),
-                    if rate >= *t {
-                        "yes".to_string()
-                    } else {
-                        "**no**".to_string()
-                    },
+                    if rate >= *t { "yes" } else { "**no**" },
                 ),
-                None => (String::new(), String::new()),
+                None => (String::new(), ""),
             };
             table.row(vec![
                 group.to_string(),
-                if target.is_some() || name.starts_with("zsampler") {
+                if name.starts_with("zsampler") {
                     format!("**{name}**")
                 } else {
                     name.to_string()
@@ -188,14 +161,14 @@ pub fn run(quick: bool, report: &mut Report) -> Table {
                 format!("{rate:.3}"),
                 fmt_ratio(vs),
                 goal,
-                met,
+                met.to_string(),
             ]);
         }
     }
     table.note(format!(
         "{} interleaved rounds per group; median over rounds; × baseline is the median of per-round ratios. \
          Targets: iid ≥ 1 G indices/s, cyclic ≥ 0.2 G indices/s.",
-        iid_results[0].0.len()
+        rounds_run[0]
     ));
     table
 }

@@ -1,23 +1,12 @@
 //! The closing table: the targets set for the store, the sampler and the
 //! loader, each with the figure this run measured, reached or not.
 
-use super::loader_table::Target;
 use super::report::{Report, Table};
 
-/// Targets read from the report's rows: (workload, system, metric, goal,
-/// what, the goal in words, unit): `metric` of `system` must reach `goal`.
-type RowTarget = (
-    char,
-    &'static str,
-    &'static str,
-    f64,
-    &'static str,
-    &'static str,
-    &'static str,
-);
-
+/// Targets read from the report's rows: `metric` of `system` in workload
+/// `letter` must reach `goal`; what it is, the goal in words, the unit.
 #[rustfmt::skip]
-const ROW_TARGETS: [RowTarget; 6] = [
+const ROW_TARGETS: [(char, &str, &str, f64, &str, &str, &str); 6] = [
     ('a', "zrecord raw", "vs_in_memory", 0.8,
      "(a) zrecord raw gather / in-memory gather (same threads)", "≥ 0.8×", "×"),
     ('b', "zrecord raw", "vs_mmap_npy", 0.8,
@@ -32,39 +21,30 @@ const ROW_TARGETS: [RowTarget; 6] = [
      "(d) zsampler cyclic, batch 1024 over 1M, one core", "≥ 0.2 G indices/s", " G/s"),
 ];
 
-fn reached(yes: bool) -> String {
-    if yes { "yes" } else { "**no**" }.into()
+/// A row of the targets table.
+pub fn target(what: String, goal: &str, measured: String, reached: bool) -> Vec<String> {
+    let reached = if reached { "yes" } else { "**no**" };
+    vec![what, goal.into(), measured, reached.into()]
 }
 
-/// The targets table from the rows of `report` and the loader's targets.
-pub fn targets(report: &Report, loader: &[Target]) -> Table {
+/// The targets table from the rows of `report`, then the `loader`'s rows.
+pub fn targets(report: &Report, loader: &[Vec<String>]) -> Table {
     let mut table = Table::new(
         "Targets of the store, sampler and loader",
         &["target", "goal", "measured", "reached"],
     );
-    for &(workload, system, metric, goal, what, goal_text, unit) in &ROW_TARGETS {
-        let value = report.rows.iter().find(|r| {
-            r.workload == workload.to_string() && r.system == system && r.metric == metric
-        });
-        if let Some(row) = value {
+    for &(letter, system, metric, goal, what, goal_text, unit) in &ROW_TARGETS {
+        let workload = letter.to_string();
+        let row = report
+            .rows
+            .iter()
+            .find(|r| r.workload == workload && r.system == system && r.metric == metric);
+        if let Some(row) = row {
             let measured = format!("{:.2}{unit}", row.value);
-            table.row(vec![
-                what.into(),
-                goal_text.into(),
-                measured,
-                reached(row.value >= goal),
-            ]);
+            table.row(target(what.into(), goal_text, measured, row.value >= goal));
         }
     }
-    for t in loader {
-        let cells = vec![
-            t.what.clone(),
-            t.goal.clone(),
-            t.measured.clone(),
-            reached(t.reached),
-        ];
-        table.row(cells);
-    }
+    table.rows.extend_from_slice(loader);
     table
 }
 
@@ -78,8 +58,8 @@ mod tests {
         let mut r = Report::new(Machine::probe());
         r.push('a', "zrecord raw", "vs_in_memory", 0.95, "x");
         r.push('d', "zsampler iid", "g_indices_s", 0.5, "G/s");
-        let t = targets(&r, &[]);
-        assert_eq!(t.rows.len(), 2);
+        let t = targets(&r, &[target("x".into(), "y", "z".into(), true)]);
+        assert_eq!(t.rows.len(), 3);
         assert_eq!(t.rows[0][3], "yes");
         assert_eq!(t.rows[1][3], "**no**");
     }

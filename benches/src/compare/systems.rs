@@ -16,7 +16,7 @@ use crate::workloads::RaggedTokens;
 /// The records every system is built from and checked against.
 #[derive(Clone)]
 pub enum Source {
-    /// Fixed-size `u8` records end to end, of item shape `shape`.
+    /// `u8` records of item shape `shape`, end to end.
     Dense {
         /// The records.
         data: Arc<Vec<u8>>,
@@ -31,7 +31,7 @@ impl Source {
     /// Number of records.
     pub fn len(&self) -> usize {
         match self {
-            Source::Dense { data, .. } => data.len() / self.width().unwrap_or(1).max(1),
+            Source::Dense { data, shape } => data.len() / (shape[0] * shape[1]).max(1),
             Source::Ragged(d) => d.len(),
         }
     }
@@ -39,14 +39,6 @@ impl Source {
     /// Whether there are no records.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// Bytes per record of a dense source.
-    pub fn width(&self) -> Option<usize> {
-        match self {
-            Source::Dense { shape, .. } => Some(shape[0] * shape[1]),
-            Source::Ragged(_) => None,
-        }
     }
 
     /// All records' bytes end to end.
@@ -57,13 +49,17 @@ impl Source {
         }
     }
 
+    /// Where each record lies in [`bytes`](Self::bytes).
+    pub fn cuts(&self) -> Cuts<'_> {
+        match self {
+            Source::Dense { shape, .. } => Cuts::Width(shape[0] * shape[1]),
+            Source::Ragged(d) => Cuts::Offsets(&d.offsets, 4),
+        }
+    }
+
     /// Where record `i` lies in [`bytes`](Self::bytes).
     pub fn range(&self, i: u64) -> Range<usize> {
-        let i = i as usize;
-        match self {
-            Source::Dense { shape, .. } => i * shape[0] * shape[1]..(i + 1) * shape[0] * shape[1],
-            Source::Ragged(d) => d.offsets[i] * 4..d.offsets[i + 1] * 4,
-        }
+        self.cuts().range(i)
     }
 
     /// Where every record starts in [`bytes`](Self::bytes), plus the end.
@@ -75,15 +71,40 @@ impl Source {
     }
 }
 
-/// Where each record of a packed batch lies.
+/// Where each record of a buffer lies: a width, or element offsets (from
+/// 0, one past the last record) and the element size in bytes.
 #[derive(Clone, Copy, Debug)]
 pub enum Cuts<'a> {
     /// Records of this many bytes.
     Width(usize),
-    /// `len + 1` element offsets from 0, and the element size in bytes.
+    /// `usize` offsets.
     Offsets(&'a [usize], usize),
-    /// Arrow's `i32` element offsets, and the element size in bytes.
-    I32(&'a [i32], usize),
+    /// Arrow's `i32` offsets of 4-byte elements.
+    I32(&'a [i32]),
+    /// `i64` offsets of 4-byte elements (the peers' files).
+    I64(&'a [i64]),
+}
+
+impl Cuts<'_> {
+    /// Where record `k` lies, if the offsets reach it.
+    pub fn get(&self, k: usize) -> Option<Range<usize>> {
+        let (start, end, size) = match *self {
+            Cuts::Width(w) => (k, k + 1, w),
+            Cuts::Offsets(o, size) => (*o.get(k)?, *o.get(k + 1)?, size),
+            Cuts::I32(o) => (*o.get(k)? as usize, *o.get(k + 1)? as usize, 4),
+            Cuts::I64(o) => (*o.get(k)? as usize, *o.get(k + 1)? as usize, 4),
+        };
+        Some(start * size..end * size)
+    }
+
+    /// Where record `i` lies.
+    ///
+    /// # Panics
+    /// If the offsets do not reach it.
+    #[inline]
+    pub fn range(&self, i: u64) -> Range<usize> {
+        self.get(i as usize).expect("a record inside the offsets")
+    }
 }
 
 /// A batch as a system hands it back: the records end to end.
@@ -101,28 +122,17 @@ impl Packed<'_> {
         match self.cuts {
             Cuts::Width(w) => self.bytes.len().checked_div(w).unwrap_or(0),
             Cuts::Offsets(o, _) => o.len().saturating_sub(1),
-            Cuts::I32(o, _) => o.len().saturating_sub(1),
+            Cuts::I32(o) => o.len().saturating_sub(1),
+            Cuts::I64(o) => o.len().saturating_sub(1),
         }
-    }
-
-    /// Record `k`'s bytes, if it lies inside the batch.
-    pub fn record(&self, k: usize) -> Option<&[u8]> {
-        let range = match self.cuts {
-            Cuts::Width(w) => k * w..(k + 1) * w,
-            Cuts::Offsets(o, size) => o.get(k)? * size..o.get(k + 1)? * size,
-            Cuts::I32(o, size) => *o.get(k)? as usize * size..*o.get(k + 1)? as usize * size,
-        };
-        self.bytes.get(range)
     }
 }
 
 /// A way to gather records.
 pub trait System {
     /// Gathers `indices` (any order, repeats allowed) into this system's
-    /// reusable output and returns it.
-    ///
-    /// # Panics
-    /// On any error: benchmarks gather only valid indices.
+    /// reusable output and returns it; panics on any error (benchmarks
+    /// gather only valid indices).
     fn gather(&mut self, indices: &[u64]) -> Packed<'_>;
 }
 
@@ -138,14 +148,15 @@ pub fn check(
 ) -> Result<(), String> {
     let got = system.gather(batch);
     if got.records() != batch.len() {
+        let n = got.records();
         return Err(format!(
-            "{name}: a batch of {} records came back with {}",
-            batch.len(),
-            got.records()
+            "{name}: a batch of {} records came back with {n}",
+            batch.len()
         ));
     }
     for (k, &i) in batch.iter().enumerate() {
-        if got.record(k) != Some(&source.bytes()[source.range(i)]) {
+        let record = got.cuts.get(k).and_then(|r| got.bytes.get(r));
+        if record != Some(&source.bytes()[source.range(i)]) {
             return Err(format!(
                 "{name}: record {i} (position {k} of the batch) differs from the source"
             ));
@@ -154,115 +165,107 @@ pub fn check(
     Ok(())
 }
 
-/// A copying system's output: the records' bytes and, for ragged records,
+/// A system's reusable output: the records' bytes and, for ragged records,
 /// where each starts.
 #[derive(Default)]
-struct Out {
+pub struct Out {
     bytes: Vec<u8>,
     offsets: Vec<usize>,
 }
 
 impl Out {
-    /// Copies records `indices` of `width` bytes out of `src`, with zrecord's threads.
-    fn copy_fixed(&mut self, src: &[u8], width: usize, indices: &[u64]) -> Packed<'_> {
-        self.bytes.resize(indices.len() * width, 0);
-        copy::gather_fixed(src, width, indices, &mut self.bytes);
-        self.packed_fixed(width)
-    }
-
-    /// Copies records `indices` out of `src`, record `i` at `range(i)`, with
-    /// zrecord's threads.
-    fn copy_packed(
+    /// Records `indices` of `width` bytes, written by `fill` ([`copy::fill_fixed`]).
+    pub fn fixed(
         &mut self,
-        src: &[u8],
-        range: impl Fn(u64) -> Range<usize> + Sync,
+        width: usize,
         indices: &[u64],
+        parallel: bool,
+        fill: impl Fn(&mut [u8], u64) + Sync,
     ) -> Packed<'_> {
-        copy::gather_packed(src, range, indices, &mut self.bytes, &mut self.offsets);
-        self.packed()
-    }
-
-    fn packed_fixed(&self, width: usize) -> Packed<'_> {
+        self.bytes.resize(indices.len() * width, 0);
+        copy::fill_fixed(&mut self.bytes, width, indices, parallel, fill);
         Packed {
             bytes: &self.bytes,
             cuts: Cuts::Width(width),
         }
     }
 
-    fn packed(&self) -> Packed<'_> {
+    /// Records `indices` of `len(i)` bytes, written by `fill` ([`copy::fill_packed`]).
+    pub fn packed(
+        &mut self,
+        indices: &[u64],
+        len: impl Fn(u64) -> usize,
+        parallel: impl FnOnce(usize) -> bool,
+        fill: impl Fn(&mut [u8], u64) + Sync,
+    ) -> Packed<'_> {
+        let (bytes, offsets) = (&mut self.bytes, &mut self.offsets);
+        copy::fill_packed(indices, len, bytes, offsets, parallel, fill);
         Packed {
             bytes: &self.bytes,
             cuts: Cuts::Offsets(&self.offsets, 1),
         }
     }
+
+    /// Copies records `indices` out of `src`, cut by `cuts`, with zrecord's threads.
+    pub fn copy(&mut self, src: &[u8], cuts: Cuts<'_>, indices: &[u64]) -> Packed<'_> {
+        let n = indices.len();
+        match cuts {
+            Cuts::Width(w) => self.fixed(w, indices, copy::parallel(n * w, n), |dst, i| {
+                dst.copy_from_slice(&src[i as usize * w..][..w]);
+            }),
+            _ => self.packed(
+                indices,
+                |i| cuts.range(i).len(),
+                |bytes| copy::parallel(bytes, n),
+                |dst, i| dst.copy_from_slice(&src[cuts.range(i)]),
+            ),
+        }
+    }
 }
 
 /// The source itself, copied with zrecord's threads (the limit).
-pub struct InMemory {
-    source: Source,
-    out: Out,
-}
+pub struct InMemory(Source, Out);
 
 impl InMemory {
     /// Gathers from `source`.
     pub fn new(source: &Source) -> Self {
-        let source = source.clone();
-        InMemory {
-            source,
-            out: Out::default(),
-        }
+        InMemory(source.clone(), Out::default())
     }
 }
 
 impl System for InMemory {
     fn gather(&mut self, indices: &[u64]) -> Packed<'_> {
-        match &self.source {
-            Source::Dense { data, shape } => {
-                self.out.copy_fixed(data, shape[0] * shape[1], indices)
-            }
-            Source::Ragged(d) => {
-                let (tokens, o) = (bytemuck::cast_slice(&d.tokens), &d.offsets);
-                let range = |i: u64| o[i as usize] * 4..o[i as usize + 1] * 4;
-                self.out.copy_packed(tokens, range, indices)
-            }
-        }
+        self.1.copy(self.0.bytes(), self.0.cuts(), indices)
     }
 }
 
 /// One contiguous copy of as many bytes as the batch holds, from where its
 /// first record starts (memcpy bandwidth, same threads): not a gather, so
 /// never compared with the source.
-pub struct Memcpy {
-    source: Source,
-    out: Vec<u8>,
-}
+pub struct Memcpy(Source, Vec<u8>);
 
 impl Memcpy {
     /// Copies from `source`.
     pub fn new(source: &Source) -> Self {
-        let source = source.clone();
-        Memcpy {
-            source,
-            out: Vec::new(),
-        }
+        Memcpy(source.clone(), Vec::new())
     }
 }
 
 impl System for Memcpy {
     fn gather(&mut self, indices: &[u64]) -> Packed<'_> {
-        let s = &self.source;
-        let total = match s {
-            Source::Dense { shape, .. } => indices.len() * shape[0] * shape[1],
-            Source::Ragged(d) => indices
-                .iter()
-                .map(|&i| d.lengths[i as usize] as usize * 4)
-                .sum(),
+        let (s, out) = (&self.0, &mut self.1);
+        let total = match s.cuts() {
+            Cuts::Width(w) => indices.len() * w,
+            cuts => indices.iter().map(|&i| cuts.range(i).len()).sum(),
         };
-        let start = s.range(indices.first().copied().unwrap_or(0)).start;
-        self.out.resize(total, 0);
-        copy::memcpy_wrapping(s.bytes(), start, &mut self.out);
+        out.resize(total, 0);
+        copy::memcpy_wrapping(
+            s.bytes(),
+            s.range(indices.first().copied().unwrap_or(0)).start,
+            out,
+        );
         Packed {
-            bytes: &self.out,
+            bytes: out,
             cuts: Cuts::Width(total),
         }
     }
@@ -271,7 +274,8 @@ impl System for Memcpy {
 /// A store's zstd frames in memory, decoded on all cores (the limit of a
 /// compressed gather).
 pub struct Frames {
-    set: FrameSet,
+    /// The frames.
+    pub set: FrameSet,
     source: Source,
     out: Out,
 }
@@ -279,44 +283,30 @@ pub struct Frames {
 impl Frames {
     /// Decodes `set`, whose records are `source`'s.
     pub fn new(set: FrameSet, source: &Source) -> Self {
-        let source = source.clone();
-        Frames {
-            set,
-            source,
-            out: Out::default(),
-        }
-    }
-
-    /// Bytes of all frames.
-    pub fn compressed_bytes(&self) -> u64 {
-        self.set.compressed_bytes()
+        let (source, out) = (source.clone(), Out::default());
+        Frames { set, source, out }
     }
 }
 
 impl System for Frames {
     fn gather(&mut self, indices: &[u64]) -> Packed<'_> {
-        let out = &mut self.out;
-        match &self.source {
-            Source::Dense { shape, .. } => {
-                out.bytes.resize(indices.len() * shape[0] * shape[1], 0);
-                self.set.gather_fixed(indices, &mut out.bytes);
-                out.packed_fixed(shape[0] * shape[1])
-            }
-            Source::Ragged(d) => {
-                let len = |i: u64| d.lengths[i as usize] as usize * 4;
-                self.set
-                    .gather_packed(indices, len, &mut out.bytes, &mut out.offsets);
-                out.packed()
-            }
+        let set = &self.set;
+        let decode = |dst: &mut [u8], i| set.decode(i, dst);
+        match self.source.cuts() {
+            Cuts::Width(w) => self.out.fixed(w, indices, true, decode),
+            cuts => self
+                .out
+                .packed(indices, |i| cuts.range(i).len(), |_| true, decode),
         }
     }
 }
 
-/// A zrecord store: `DenseStore<u8>` or `RaggedStore<i32>`.
+/// A zrecord store: `DenseStore<u8>` or `RaggedStore<i32>`, with its
+/// reusable output.
 pub enum Zrecord {
-    /// Dense records into a reused buffer.
+    /// Dense records.
     Dense(DenseStore<u8>, Vec<u8>),
-    /// Ragged records into a reused packed batch.
+    /// Ragged records.
     Ragged(RaggedStore<i32>, RaggedBatch<i32>),
 }
 
@@ -327,60 +317,45 @@ impl Zrecord {
     /// # Errors
     /// Any zrecord error.
     pub fn write(path: &Path, source: &Source, codec: Codec) -> zrecord::Result<Zrecord> {
-        let zrecord = match source {
+        Ok(match source {
             Source::Dense { data, shape } => {
                 let store = DenseStore::<u8>::create(path, shape, codec)?;
-                let per_append =
-                    (64usize << 20).div_ceil(shape[0] * shape[1]) * shape[0] * shape[1];
-                for piece in data.chunks(per_append) {
+                let width = shape[0] * shape[1];
+                for piece in data.chunks((64usize << 20).div_ceil(width) * width) {
                     store.append(piece)?;
                 }
+                store.sync()?;
                 Zrecord::Dense(store, Vec::new())
             }
             Source::Ragged(data) => {
                 let store = RaggedStore::<i32>::create(path, codec)?;
-                let mut first = 0;
+                let (mut first, o) = (0, &data.offsets);
                 while first < data.len() {
                     let mut last = first;
-                    while last < data.len() && data.offsets[last] - data.offsets[first] < (16 << 20)
-                    {
+                    while last < data.len() && o[last] - o[first] < (16 << 20) {
                         last += 1;
                     }
                     let records: Vec<&[i32]> = (first..last).map(|r| data.record(r)).collect();
                     store.append_slices(&records)?;
                     first = last;
                 }
+                store.sync()?;
                 Zrecord::Ragged(store, RaggedBatch::default())
             }
-        };
-        match &zrecord {
-            Zrecord::Dense(store, _) => store.sync()?,
-            Zrecord::Ragged(store, _) => store.sync()?,
-        }
-        Ok(zrecord)
+        })
     }
 
-    /// Opens the store `write` made at `path` again, read-only, checking every
-    /// record's checksum on gather when `verify_on_read`.
+    /// Opens the store `write` made at `path` again with `options`.
     ///
     /// # Errors
     /// Any zrecord error.
-    pub fn open_read_only(
-        path: &Path,
-        source: &Source,
-        verify_on_read: bool,
-    ) -> zrecord::Result<Zrecord> {
-        let options = OpenOptions::new()
-            .read_only(true)
-            .verify_on_read(verify_on_read);
+    pub fn open(path: &Path, source: &Source, options: OpenOptions) -> zrecord::Result<Zrecord> {
         Ok(match source {
-            Source::Dense { .. } => {
-                Zrecord::Dense(DenseStore::open_with(path, options)?, Vec::new())
+            Source::Dense { .. } => Zrecord::Dense(DenseStore::open_with(path, options)?, vec![]),
+            Source::Ragged(_) => {
+                let store = RaggedStore::open_with(path, options)?;
+                Zrecord::Ragged(store, RaggedBatch::default())
             }
-            Source::Ragged(_) => Zrecord::Ragged(
-                RaggedStore::open_with(path, options)?,
-                RaggedBatch::default(),
-            ),
         })
     }
 
@@ -403,33 +378,35 @@ impl Zrecord {
         }
     }
 
-    /// Physical records per record in the store's files (FORMAT.md): one
-    /// dense; two ragged (payload, then shape).
-    pub fn physical_per_record(&self) -> u64 {
-        match self {
-            Zrecord::Dense(..) => 1,
-            Zrecord::Ragged(..) => 2,
-        }
+    /// The store's zstd frames in memory ([`FrameSet::from_store`]): one
+    /// physical record per record dense, two ragged (payload, then shape).
+    ///
+    /// # Errors
+    /// As [`FrameSet::from_store`].
+    pub fn frames(&self, codec: &Codec) -> std::io::Result<FrameSet> {
+        let group = if matches!(self, Zrecord::Dense(..)) {
+            1
+        } else {
+            2
+        };
+        FrameSet::from_store(self.path(), codec, group)
     }
 }
 
 impl System for Zrecord {
     fn gather(&mut self, indices: &[u64]) -> Packed<'_> {
+        let fail = |e: zrecord::Error| panic!("zrecord gather: {e}");
         match self {
             Zrecord::Dense(store, out) => {
                 out.resize(indices.len() * store.record_len(), 0);
-                store
-                    .gather_into(indices, out)
-                    .unwrap_or_else(|e| panic!("zrecord gather: {e}"));
+                store.gather_into(indices, out).unwrap_or_else(fail);
                 Packed {
                     bytes: out,
                     cuts: Cuts::Width(store.record_len()),
                 }
             }
             Zrecord::Ragged(store, out) => {
-                store
-                    .gather_into(indices, out)
-                    .unwrap_or_else(|e| panic!("zrecord gather: {e}"));
+                store.gather_into(indices, out).unwrap_or_else(fail);
                 Packed {
                     bytes: bytemuck::cast_slice(out.values()),
                     cuts: Cuts::Offsets(out.layout().offsets(), 4),
@@ -444,23 +421,20 @@ impl System for Zrecord {
 /// the file's own `i64` offsets.
 pub struct Mapped {
     data: Region,
-    layout: Layout,
+    offsets: Option<Region>,
+    width: usize,
     out: Out,
-}
-
-/// How a mapped array is cut into records.
-enum Layout {
-    Width(usize),
-    Offsets(Region),
 }
 
 impl Mapped {
     /// Fixed-size records of `width` bytes in `data`.
     pub fn dense(data: Region, width: usize) -> Self {
+        let out = Out::default();
         Mapped {
             data,
-            layout: Layout::Width(width),
-            out: Out::default(),
+            offsets: None,
+            width,
+            out,
         }
     }
 
@@ -473,25 +447,23 @@ impl Mapped {
         bytemuck::try_cast_slice::<u8, i32>(data.bytes()).map_err(|e| format!("tokens: {e}"))?;
         bytemuck::try_cast_slice::<u8, i64>(offsets.bytes())
             .map_err(|e| format!("offsets: {e}"))?;
+        let (offsets, out) = (Some(offsets), Out::default());
         Ok(Mapped {
             data,
-            layout: Layout::Offsets(offsets),
-            out: Out::default(),
+            offsets,
+            width: 0,
+            out,
         })
     }
 }
 
 impl System for Mapped {
     fn gather(&mut self, indices: &[u64]) -> Packed<'_> {
-        let data = self.data.bytes();
-        match &self.layout {
-            Layout::Width(w) => self.out.copy_fixed(data, *w, indices),
-            Layout::Offsets(offsets) => {
-                let o: &[i64] = bytemuck::cast_slice(offsets.bytes());
-                let range = |i: u64| o[i as usize] as usize * 4..o[i as usize + 1] as usize * 4;
-                self.out.copy_packed(data, range, indices)
-            }
-        }
+        let cuts = match &self.offsets {
+            None => Cuts::Width(self.width),
+            Some(o) => Cuts::I64(bytemuck::cast_slice(o.bytes())),
+        };
+        self.out.copy(self.data.bytes(), cuts, indices)
     }
 }
 
@@ -501,23 +473,30 @@ mod tests {
     use crate::compare::peers;
     use crate::workloads::DENSE_B;
 
-    fn sources() -> [Source; 2] {
-        let data = Arc::new(DENSE_B.generate(300));
-        let shape = DENSE_B.shape;
-        [
-            Source::Dense { data, shape },
-            Source::Ragged(Arc::new(RaggedTokens::generate(300))),
-        ]
-    }
-
     #[test]
     fn every_system_gathers_the_source() {
-        for source in sources() {
+        let shape = DENSE_B.shape;
+        let dense = |data: Vec<u8>| Source::Dense {
+            data: Arc::new(data),
+            shape,
+        };
+        let ragged = |d: RaggedTokens| Source::Ragged(Arc::new(d));
+        let tokens = RaggedTokens::generate(300);
+        let mut flipped = tokens.clone();
+        flipped.tokens.iter_mut().for_each(|t| *t ^= 1);
+        let data = DENSE_B.generate(300);
+        let sources = [
+            (
+                dense(data.clone()),
+                dense(data.iter().map(|b| b ^ 1).collect()),
+            ),
+            (ragged(tokens), ragged(flipped)),
+        ];
+        for (source, other) in sources {
             let dir = tempfile::tempdir().unwrap();
             let raw = Zrecord::write(&dir.path().join("raw"), &source, Codec::Raw).unwrap();
             let zstd = Zrecord::write(&dir.path().join("zstd"), &source, Codec::Zstd).unwrap();
-            let group = zstd.physical_per_record();
-            let set = FrameSet::from_store(zstd.path(), &Codec::Zstd, group, 0).unwrap();
+            let set = zstd.frames(&Codec::Zstd).unwrap();
             let mut systems: Vec<(&str, Box<dyn System>)> = vec![
                 ("in-memory", Box::new(InMemory::new(&source))),
                 ("frames", Box::new(Frames::new(set, &source))),
@@ -537,20 +516,6 @@ mod tests {
             let batch_bytes = source.range(3).len() + source.range(1).len();
             let mut memcpy = Memcpy::new(&source);
             assert_eq!(memcpy.gather(&[3, 1]).bytes.len(), batch_bytes);
-            let other = match &source {
-                Source::Dense { data, shape } => {
-                    let data = Arc::new(data.iter().map(|b| b ^ 1).collect());
-                    Source::Dense {
-                        data,
-                        shape: *shape,
-                    }
-                }
-                Source::Ragged(d) => {
-                    let mut d = RaggedTokens::clone(d);
-                    d.tokens.iter_mut().for_each(|t| *t ^= 1);
-                    Source::Ragged(Arc::new(d))
-                }
-            };
             assert!(check("wrong", &mut InMemory::new(&other), &source, &[7]).is_err());
         }
     }
