@@ -1,12 +1,9 @@
 //! The workloads of `benches/DATA.md`, generated bit-exactly and in parallel.
 //!
 //! Every generator takes a record count: the full count gives the workload
-//! DATA.md checksums; fewer records give a **prefix** — exactly the
-//! first records of the full workload, from the same generator — for quick
-//! runs. DATA.md has no checksums for prefixes, so only full-size data
-//! is checked ([`DenseWorkload::verify`], [`RaggedTokens::verify`] report
-//! [`Verified::PrefixUnchecked`] for a prefix); the `#[ignore]`d test
-//! `full_checksums` checks every full-size array.
+//! DATA.md checksums; fewer give a **prefix** (the first records of the full
+//! workload) for quick runs, which has no checksum to check. The
+//! `#[ignore]`d test `full_checksums` checks every full-size array.
 
 use rayon::prelude::*;
 
@@ -80,8 +77,7 @@ impl DenseWorkload {
         data
     }
 
-    /// Checks generated `data` against DATA.md: full-size data must
-    /// match its SHA-256; a prefix cannot be checked.
+    /// Checks generated `data` against DATA.md's SHA-256 (full size only).
     ///
     /// # Errors
     /// [`ChecksumMismatch`] when full-size data differs.
@@ -90,19 +86,6 @@ impl DenseWorkload {
             return Ok(Verified::PrefixUnchecked);
         }
         compare(self.name, self.sha256, sha256_hex(data))
-    }
-
-    /// [`generate`](Self::generate) then [`verify`](Self::verify).
-    ///
-    /// # Errors
-    /// [`ChecksumMismatch`] when full-size data differs.
-    pub fn generate_verified(
-        &self,
-        records: usize,
-    ) -> Result<(Vec<u8>, Verified), ChecksumMismatch> {
-        let data = self.generate(records);
-        let verified = self.verify(&data)?;
-        Ok((data, verified))
     }
 }
 
@@ -225,8 +208,7 @@ impl RaggedTokens {
         &self.tokens[self.offsets[r]..self.offsets[r + 1]]
     }
 
-    /// Checks lengths and tokens against DATA.md: the full workload must
-    /// match both SHA-256 values; a prefix cannot be checked.
+    /// Checks lengths and tokens against DATA.md's SHA-256 (full size only).
     ///
     /// # Errors
     /// [`ChecksumMismatch`] for the first array that differs.
@@ -234,11 +216,8 @@ impl RaggedTokens {
         if self.len() != RAGGED_RECORDS {
             return Ok(Verified::PrefixUnchecked);
         }
-        compare(
-            "c lengths",
-            RAGGED_LENGTHS_SHA256,
-            sha256_hex_u32(&self.lengths),
-        )?;
+        let lengths = sha256_hex_u32(&self.lengths);
+        compare("c lengths", RAGGED_LENGTHS_SHA256, lengths)?;
         compare(
             "c tokens",
             RAGGED_TOKENS_SHA256,
@@ -253,7 +232,7 @@ impl RaggedTokens {
 /// Plain `f64` operations only — separate multiplies and adds, never a fused
 /// multiply-add — so every platform with a correctly behaving libm gives the
 /// same lengths.
-pub fn ragged_length(r: u64) -> u32 {
+fn ragged_length(r: u64) -> u32 {
     const TWO_POW_M53: f64 = 1.0 / 9_007_199_254_740_992.0; // 2^-53, exact
     let a = output(3, 2 * r);
     let b = output(3, 2 * r + 1);
@@ -270,7 +249,7 @@ pub fn ragged_length(r: u64) -> u32 {
 
 /// Global token `j` of (c): `u = S(4).o_j >> 32`,
 /// `t = ((((u*u) >> 32) * u >> 32) * 50257) >> 32`.
-pub fn token(j: u64) -> i32 {
+fn token(j: u64) -> i32 {
     let u = output(4, j) >> 32;
     let t = (((((u * u) >> 32) * u) >> 32) * 50_257) >> 32;
     t as i32
@@ -333,9 +312,8 @@ mod tests {
     #[ignore = "generates ~1 GB; run with --release -- --ignored"]
     fn full_checksums() {
         for w in [DENSE_A, DENSE_B] {
-            let (data, verified) = w.generate_verified(w.records).unwrap();
-            assert_eq!(verified, Verified::Checksum);
-            assert_eq!(data.len(), w.records * w.record_bytes());
+            let data = w.generate(w.records);
+            assert_eq!(w.verify(&data), Ok(Verified::Checksum));
         }
         let c = RaggedTokens::generate(RAGGED_RECORDS);
         assert_eq!(c.tokens.len(), RAGGED_TOKENS);

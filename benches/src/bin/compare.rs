@@ -1,21 +1,11 @@
 //! zrecord side by side with the physical limits and the stores a Rust user
-//! would otherwise pick, on the workloads of `benches/DATA.md`: one markdown
-//! table per workload, then the targets, reached or not.
+//! would otherwise pick, on the workloads of `benches/DATA.md`: a markdown
+//! table per workload ((a)–(c) the stores, (d) the sampler, (e) the loader,
+//! `cold` reads from disk, `levels` zstd_dict per level), then the targets.
 //!
 //! ```text
 //! cargo run --release -p zrecord-benches --features peers --bin compare -- [--quick] [--only a,b,c,d,e,cold,levels] [--json PATH]
 //! ```
-//!
-//! - (a) dense 256 KiB, (b) dense 784 B, (c) ragged tokens: in-memory gather,
-//!   memcpy and zstd frames decoded from memory (limits); zrecord raw, zstd and
-//!   zstd_dict; memory-mapped `.npy`, and with `--features peers` Arrow IPC
-//!   (`take`) and safetensors (with `--features hdf5`, HDF5); a grouped-zstd
-//!   compression ratio.
-//! - (d) sampler index rates against `SmallRng` and Fisher–Yates.
-//! - (e) the loader end to end, each configuration in a child process.
-//! - `cold`: (a), (b) and (c) read from disk (pages evicted), memory-mapped
-//!   and with explicit reads, against `fio` on the same file.
-//! - `levels`: zstd_dict write speed and ratio per zstd level on (b) and (c).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -93,9 +83,9 @@ fn run(args: &Args) -> Result<()> {
     }
     let mut loader_targets = Vec::new();
     if wants(Letter::E) {
-        let (table, targets) = loader_table::run(quick, &mut report)?;
+        let table;
+        (table, loader_targets) = loader_table::run(quick, &mut report)?;
         show(&table);
-        loader_targets = targets;
     }
     if wants(Letter::Cold) {
         show(&cold_table::run(quick, &mut report)?);

@@ -22,7 +22,7 @@ use arrow_ipc::writer::FileWriter;
 use arrow_schema::{ArrowError, DataType, Field};
 
 use super::Result;
-use super::systems::{Cuts, Packed, System};
+use super::systems::{Cuts, Packed, Source, System};
 
 /// A `Buffer` over `data` without a copy; `owner` keeps the bytes alive.
 fn borrow_buffer<T: std::panic::RefUnwindSafe + Send + Sync + 'static>(
@@ -38,39 +38,32 @@ fn borrow_buffer<T: std::panic::RefUnwindSafe + Send + Sync + 'static>(
     unsafe { Buffer::from_custom_allocation(ptr, data.len(), owner) }
 }
 
-/// A `FixedSizeBinary(width)` array over `data` (records end to end), without a copy.
-pub fn dense_array(data: &Arc<Vec<u8>>, width: usize) -> Result<FixedSizeBinaryArray> {
-    let values = borrow_buffer(Arc::clone(data), data);
-    Ok(FixedSizeBinaryArray::try_new(
-        i32::try_from(width)?,
-        values,
-        None,
-    )?)
-}
-
-/// A `List<Int32>` array of token sequences: `offsets` (from 0, one past
-/// the last record) cut `tokens`.
-pub fn ragged_array(tokens: &[i32], offsets: &[usize]) -> Result<ListArray> {
-    let offsets: Vec<i32> = offsets
-        .iter()
-        .map(|&o| i32::try_from(o))
-        .collect::<std::result::Result<_, _>>()?;
-    let values = arrow_array::Int32Array::from(tokens.to_vec());
-    let field = Arc::new(Field::new("item", DataType::Int32, false));
-    Ok(ListArray::try_new(
-        field,
-        OffsetBuffer::new(ScalarBuffer::from(offsets)),
-        Arc::new(values),
-        None,
-    )?)
+/// The records as one column: `FixedSizeBinary` over the dense records
+/// without a copy, or `List<Int32>` of the token sequences.
+pub(crate) fn column(source: &Source) -> Result<ArrayRef> {
+    Ok(match source {
+        Source::Dense { data, shape } => {
+            let values = borrow_buffer(Arc::clone(data), data);
+            let width = i32::try_from(shape[0] * shape[1])?;
+            Arc::new(FixedSizeBinaryArray::try_new(width, values, None)?)
+        }
+        Source::Ragged(d) => {
+            let offsets: Vec<i32> = d
+                .offsets
+                .iter()
+                .map(|&o| i32::try_from(o))
+                .collect::<std::result::Result<_, _>>()?;
+            let values = Arc::new(arrow_array::Int32Array::from(d.tokens.clone()));
+            let field = Arc::new(Field::new("item", DataType::Int32, false));
+            let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+            Arc::new(ListArray::try_new(field, offsets, values, None)?)
+        }
+    })
 }
 
 /// Writes `column` as the only column (`records`) of one record batch to an
 /// IPC file at `path`, durably.
-///
-/// # Errors
-/// Arrow and I/O errors.
-pub fn write(path: &Path, column: ArrayRef) -> Result<()> {
+pub(crate) fn write(path: &Path, column: ArrayRef) -> Result<()> {
     let batch = RecordBatch::try_from_iter([("records", column)])?;
     let file = BufWriter::with_capacity(1 << 20, File::create(path)?);
     let mut writer = FileWriter::try_new(file, batch.schema().as_ref())?;
@@ -84,61 +77,45 @@ pub fn write(path: &Path, column: ArrayRef) -> Result<()> {
     Ok(())
 }
 
-/// Maps an IPC file and decodes its first record batch's first column
-/// without copying the data.
-///
-/// # Errors
-/// I/O errors and files that are not IPC files with one record batch.
-pub fn open(path: &Path) -> Result<ArrayRef> {
-    let file = File::open(path)?;
-    // SAFETY: the file is private to this benchmark (written in its own
-    // temporary folder) and nothing writes or truncates it while mapped.
-    let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }?);
-    let buffer = borrow_buffer(Arc::clone(&map), &map[..]);
-    if buffer.len() < 10 {
-        return Err("not an Arrow IPC file".into());
-    }
-    let trailer = buffer.len() - 10;
-    let footer_len = read_footer_length(buffer[trailer..].try_into()?)?;
-    let footer = root_as_footer(&buffer[trailer - footer_len..trailer])
-        .map_err(|e| ArrowError::IpcError(e.to_string()))?;
-    let schema = try_fb_to_schema(footer.schema().ok_or("no schema in the footer")?)?;
-    let decoder = FileDecoder::new(Arc::new(schema), footer.version()).with_require_alignment(true);
-    let block = footer
-        .recordBatches()
-        .and_then(|b| b.iter().next())
-        .ok_or("no record batch")?;
-    let len = block.bodyLength() as usize + block.metaDataLength() as usize;
-    let data = buffer.slice_with_length(usize::try_from(block.offset())?, len);
-    let batch = decoder
-        .read_record_batch(block, &data)?
-        .ok_or("an empty record batch")?;
-    Ok(Arc::clone(batch.column(0)))
-}
-
 /// A memory-mapped Arrow IPC file, gathered with arrow's `take` kernel
 /// (which allocates its output per batch, as arrow does).
-pub struct Arrow {
+pub(crate) struct Arrow {
     /// The column, zero-copy over the map.
-    pub column: ArrayRef,
+    column: ArrayRef,
     out: Option<ArrayRef>,
 }
 
 impl Arrow {
-    /// The first column of the IPC file at `path` ([`open`]).
-    ///
-    /// # Errors
-    /// As [`open`].
-    pub fn open(path: &Path) -> Result<Arrow> {
-        let column = open(path)?;
+    /// Maps an IPC file and decodes its first record batch's first column
+    /// without copying the data.
+    pub(crate) fn open(path: &Path) -> Result<Arrow> {
+        let map = super::disk::map(path)?;
+        let buffer = borrow_buffer(Arc::clone(&map), &map[..]);
+        if buffer.len() < 10 {
+            return Err("not an Arrow IPC file".into());
+        }
+        let trailer = buffer.len() - 10;
+        let footer_len = read_footer_length(buffer[trailer..].try_into()?)?;
+        let footer = root_as_footer(&buffer[trailer - footer_len..trailer])
+            .map_err(|e| ArrowError::IpcError(e.to_string()))?;
+        let schema = try_fb_to_schema(footer.schema().ok_or("no schema in the footer")?)?;
+        let decoder =
+            FileDecoder::new(Arc::new(schema), footer.version()).with_require_alignment(true);
+        let block = footer
+            .recordBatches()
+            .and_then(|b| b.iter().next())
+            .ok_or("no record batch")?;
+        let len = block.bodyLength() as usize + block.metaDataLength() as usize;
+        let data = buffer.slice_with_length(usize::try_from(block.offset())?, len);
+        let batch = decoder
+            .read_record_batch(block, &data)?
+            .ok_or("an empty record batch")?;
+        let column = Arc::clone(batch.column(0));
         Ok(Arrow { column, out: None })
     }
 }
 
 impl System for Arrow {
-    /// # Panics
-    /// On an arrow error, or a column that is neither `FixedSizeBinary` nor
-    /// `List<Int32>`.
     fn gather(&mut self, indices: &[u64]) -> Packed<'_> {
         let indices = UInt64Array::from(indices.to_vec());
         let taken = arrow_select::take::take(&self.column, &indices, None)

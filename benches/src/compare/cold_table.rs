@@ -30,9 +30,6 @@ const BLOCK: u64 = 64;
 const COLD_LIMIT: f64 = 0.01;
 
 /// Builds a raw store of each workload and times cold gathers of it.
-///
-/// # Errors
-/// An I/O or zrecord error, or pages that stayed resident after eviction.
 pub fn run(quick: bool, report: &mut Report) -> Result<Table> {
     let mut table = Table::new(
         "Cold reads: random batches of 256 from disk (pages evicted before each round)",
@@ -73,14 +70,13 @@ pub fn run(quick: bool, report: &mut Report) -> Result<Table> {
         for (order, block) in [("iid", 1), ("block", BLOCK)] {
             let plan = indices(seed, batches, n as u64, block);
             let loader = match order {
-                "iid" => loader_round(&path, seed, batches)?,
+                "iid" => cold(&path, || loader_rate(&path, seed, batches))?,
                 _ => Some(0.0),
             };
-            let (Some(mapped), Some(direct), Some(loader)) = (
-                cold_round(&path, &source, Io::Mapped, &plan)?,
-                cold_round(&path, &source, Io::Direct, &plan)?,
-                loader,
-            ) else {
+            let gather = |io| cold(&path, || gather_rates(&path, &source, io, &plan));
+            let (Some(loader), Some(mapped), Some(direct)) =
+                (loader, gather(Io::Mapped)?, gather(Io::Direct)?)
+            else {
                 table.note(format!(
                     "({letter}) skipped: its pages stay in memory after eviction (a store on tmpfs?)."
                 ));
@@ -144,13 +140,19 @@ fn indices(seed: u64, batches: usize, n: u64, block: u64) -> Vec<Vec<u64>> {
         .collect()
 }
 
-/// Evicts the store's pages, opens it for explicit reads and runs a loader
-/// (default workers and prefetch, independent batches of 256) for
-/// `batches` steps, start-up included: records/s; `None` as [`cold_round`].
-fn loader_round(path: &Path, seed: u64, batches: usize) -> Result<Option<f64>> {
+/// Evicts the store's pages and runs `f`: `None` when the pages could not be
+/// evicted (a file system in memory, such as tmpfs).
+fn cold<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<Option<T>> {
     if page_cache::evict(path)?.share() > COLD_LIMIT {
         return Ok(None);
     }
+    f().map(Some)
+}
+
+/// Opens the store for explicit reads and runs a loader (default workers
+/// and prefetch, independent batches of 256) for `batches` steps, start-up
+/// included: records/s.
+fn loader_rate(path: &Path, seed: u64, batches: usize) -> Result<f64> {
     let options = OpenOptions::new().read_only(true).io(Io::Direct);
     let start = Instant::now();
     let stream = Stream::from(AnyStore::open_with(path, options)?);
@@ -163,21 +165,11 @@ fn loader_round(path: &Path, seed: u64, batches: usize) -> Result<Option<f64>> {
     for batch in loader.steps(batches as u64) {
         records += batch?.len();
     }
-    Ok(Some(records as f64 / start.elapsed().as_secs_f64()))
+    Ok(records as f64 / start.elapsed().as_secs_f64())
 }
 
-/// Evicts the store's pages, opens it with `io` and gathers `plan`:
-/// records/s and bytes/s; `None` when the pages could not be evicted (a
-/// file system in memory, such as tmpfs).
-fn cold_round(
-    path: &Path,
-    source: &Source,
-    io: Io,
-    plan: &[Vec<u64>],
-) -> Result<Option<(f64, f64)>> {
-    if page_cache::evict(path)?.share() > COLD_LIMIT {
-        return Ok(None);
-    }
+/// Opens the store with `io` and gathers `plan`: records/s and bytes/s.
+fn gather_rates(path: &Path, source: &Source, io: Io, plan: &[Vec<u64>]) -> Result<(f64, f64)> {
     let mut store = Zrecord::open(path, source, OpenOptions::new().read_only(true).io(io))?;
     let start = Instant::now();
     let mut bytes = 0usize;
@@ -186,7 +178,7 @@ fn cold_round(
     }
     let secs = start.elapsed().as_secs_f64();
     let records = plan.iter().map(Vec::len).sum::<usize>();
-    Ok(Some((records as f64 / secs, bytes as f64 / secs)))
+    Ok((records as f64 / secs, bytes as f64 / secs))
 }
 
 fn has_fio() -> bool {
@@ -197,29 +189,18 @@ fn has_fio() -> bool {
 /// `fio`'s random reads of `bs` at iodepth 32 on `file` (`O_DIRECT`):
 /// io_uring, or 32 `psync` jobs where io_uring is refused. Reads/s and bytes/s.
 fn fio(file: &Path, bs: &str, quick: bool) -> Option<(f64, f64)> {
-    if !has_fio() {
-        return None;
-    }
-    let runtime = if quick { "1" } else { "8" };
-    let common = [
-        "--name=cold".to_string(),
-        format!("--filename={}", file.display()),
-        "--rw=randread".into(),
-        format!("--bs={bs}"),
-        "--direct=1".into(),
-        format!("--runtime={runtime}"),
-        "--time_based".into(),
-        "--group_reporting".into(),
-        "--output-format=json".into(),
-    ];
-    let engines: [&[&str]; 2] = [
-        &["--ioengine=io_uring", "--iodepth=32"],
-        &["--ioengine=psync", "--iodepth=1", "--numjobs=32"],
+    let engines = [
+        "--ioengine=io_uring --iodepth=32",
+        "--ioengine=psync --iodepth=1 --numjobs=32",
     ];
     engines.iter().find_map(|engine| {
         let out = Command::new("fio")
-            .args(&common)
-            .args(*engine)
+            .arg("--name=cold")
+            .arg(format!("--filename={}", file.display()))
+            .args(["--rw=randread", &format!("--bs={bs}"), "--direct=1"])
+            .arg(format!("--runtime={}", if quick { 1 } else { 8 }))
+            .args(["--time_based", "--group_reporting", "--output-format=json"])
+            .args(engine.split(' '))
             .output()
             .ok()?;
         if !out.status.success() {

@@ -1,7 +1,8 @@
-//! Files: allocated bytes on disk, durable writes, read-only maps.
+//! Files: allocated bytes on disk, read-only maps, and `.npy` files (format
+//! version 1.0) written as NumPy writes them.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{self, BufWriter, Write};
 use std::ops::Range;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -10,10 +11,7 @@ use std::sync::Arc;
 /// Allocated bytes (`st_blocks × 512`) of a file, or of every file under a
 /// folder: what the data really occupies, sparse holes excluded and
 /// preallocation included.
-///
-/// # Errors
-/// When a path cannot be read.
-pub fn allocated_bytes(path: &Path) -> std::io::Result<u64> {
+pub(crate) fn allocated_bytes(path: &Path) -> io::Result<u64> {
     let meta = std::fs::symlink_metadata(path)?;
     let mut total = meta.blocks() * 512;
     if meta.is_dir() {
@@ -24,22 +22,8 @@ pub fn allocated_bytes(path: &Path) -> std::io::Result<u64> {
     Ok(total)
 }
 
-/// Writes `pieces` one after another to a new file at `path` and makes it
-/// durable (`fsync`).
-///
-/// # Errors
-/// Any I/O error.
-pub fn write_durable(path: &Path, pieces: &[&[u8]]) -> std::io::Result<()> {
-    let mut file = BufWriter::with_capacity(1 << 20, File::create(path)?);
-    for piece in pieces {
-        file.write_all(piece)?;
-    }
-    let file = file.into_inner().map_err(|e| e.into_error())?;
-    file.sync_all()
-}
-
 /// A read-only memory map of a whole file.
-pub fn map(path: &Path) -> std::io::Result<Arc<memmap2::Mmap>> {
+pub(crate) fn map(path: &Path) -> io::Result<Arc<memmap2::Mmap>> {
     let file = File::open(path)?;
     // SAFETY: the file is private to this benchmark (written in its own
     // temporary folder) and nothing writes or truncates it while mapped.
@@ -48,18 +32,61 @@ pub fn map(path: &Path) -> std::io::Result<Arc<memmap2::Mmap>> {
 
 /// Part of a mapped file: an array a peer stores.
 #[derive(Clone)]
-pub struct Region {
-    /// The map.
-    pub map: Arc<memmap2::Mmap>,
-    /// The array's bytes in it.
-    pub range: Range<usize>,
+pub(crate) struct Region {
+    pub(crate) map: Arc<memmap2::Mmap>,
+    pub(crate) range: Range<usize>,
 }
 
 impl Region {
-    /// The bytes.
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         &self.map[self.range.clone()]
     }
+}
+
+const NPY_MAGIC: &[u8] = b"\x93NUMPY";
+
+/// The `.npy` header of a C-order array of `descr` (`|u1`, `<i4`, `<i8`,
+/// ...) and `shape`, padded so the data starts on a 64-byte boundary.
+fn npy_header(descr: &str, shape: &[usize]) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let dims = match shape {
+        [_] => format!("({},)", dims[0]),
+        _ => format!("({})", dims.join(", ")),
+    };
+    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {dims}, }}");
+    let unpadded = NPY_MAGIC.len() + 2 + 2 + dict.len() + 1;
+    dict.extend(std::iter::repeat_n(
+        ' ',
+        unpadded.next_multiple_of(64) - unpadded,
+    ));
+    dict.push('\n');
+    let mut out = NPY_MAGIC.to_vec();
+    out.extend_from_slice(&[1, 0]);
+    out.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+    out.extend_from_slice(dict.as_bytes());
+    out
+}
+
+/// Writes an array (its little-endian bytes `data`) to a `.npy` file at
+/// `path`, durably.
+pub(crate) fn write_npy(path: &Path, descr: &str, shape: &[usize], data: &[u8]) -> io::Result<()> {
+    let mut file = BufWriter::with_capacity(1 << 20, File::create(path)?);
+    file.write_all(&npy_header(descr, shape))?;
+    file.write_all(data)?;
+    file.into_inner().map_err(|e| e.into_error())?.sync_all()
+}
+
+/// Maps a file [`write_npy`] wrote; the region is its array's bytes (the
+/// harness knows dtype and shape, so the header is only skipped).
+pub(crate) fn open_npy(path: &Path) -> io::Result<Region> {
+    let map = map(path)?;
+    if map.len() < 10 || &map[..6] != NPY_MAGIC || map[6] != 1 {
+        let why = format!("{} is not an .npy 1.0 file", path.display());
+        return Err(io::Error::new(io::ErrorKind::InvalidData, why));
+    }
+    let start = 10 + usize::from(u16::from_le_bytes([map[8], map[9]]));
+    let range = start.min(map.len())..map.len();
+    Ok(Region { map, range })
 }
 
 #[cfg(test)]
@@ -67,14 +94,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn counts_blocks_of_files_and_folders() {
+    fn npy_files_and_their_blocks() {
         let dir = tempfile::tempdir().unwrap();
-        write_durable(&dir.path().join("a"), &[&[1u8; 10_000], &[2u8; 5]]).unwrap();
-        std::fs::create_dir(dir.path().join("sub")).unwrap();
-        write_durable(&dir.path().join("sub/b"), &[&[3u8; 100]]).unwrap();
-        assert_eq!(map(&dir.path().join("a")).unwrap().len(), 10_005);
-        let a = allocated_bytes(&dir.path().join("a")).unwrap();
-        assert!(a >= 10_005, "{a}");
-        assert!(allocated_bytes(dir.path()).unwrap() > a);
+        let path = dir.path().join("x.npy");
+        let data: Vec<u8> = (0..24u8).collect();
+        write_npy(&path, "|u1", &[2, 3, 4], &data).unwrap();
+        let h = npy_header("|u1", &[2, 3, 4]);
+        assert_eq!(h.len() % 64, 0);
+        assert!(String::from_utf8_lossy(&h).contains("'shape': (2, 3, 4), }"));
+        assert!(String::from_utf8_lossy(&npy_header("<i8", &[3])).contains("'shape': (3,), }"));
+        assert_eq!(open_npy(&path).unwrap().bytes(), &data[..]);
+        let a = allocated_bytes(&path).unwrap();
+        assert!(a >= 24 + 64, "{a}");
+        assert!(allocated_bytes(dir.path()).unwrap() >= a);
+        std::fs::write(&path, b"nope").unwrap();
+        assert!(open_npy(&path).is_err());
     }
 }

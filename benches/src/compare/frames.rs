@@ -11,6 +11,8 @@ use rayon::prelude::*;
 use zrecord::{Codec, ZSTD_LEVEL};
 use zstd::zstd_safe::{self, CCtx, CParameter, DCtx, DDict};
 
+use super::systems::{Cuts, Out, Packed, Source, System};
+
 thread_local! {
     /// One decompression context per thread, reused by every batch.
     static DCTX: RefCell<DCtx<'static>> = RefCell::new(DCtx::create());
@@ -18,23 +20,32 @@ thread_local! {
 
 /// Every record of a workload as its own zstd frame, the frames end to end
 /// in one buffer (as a store's chunk holds them), in memory.
-pub struct FrameSet {
+pub(crate) struct Frames {
+    set: FrameSet,
+    /// The records, for their sizes.
+    source: Source,
+    out: Out,
+}
+
+struct FrameSet {
     bytes: Vec<u8>,
     /// Where frame `i` starts; one entry past the last frame.
     starts: Vec<usize>,
     ddict: Option<DDict<'static>>,
 }
 
-impl FrameSet {
+impl Frames {
     /// The frames a zrecord store holds, read from its files (FORMAT.md,
     /// versions 1 and 2 alike: `meta.zr`, the `{n}.loc` record tables and
     /// the `{n}.chunk` files): the first of every `group` physical records
     /// (a ragged record is two: payload, shape). So the in-memory limit
-    /// decodes exactly the bytes the store decodes.
-    ///
-    /// # Errors
-    /// I/O errors and files that do not follow the format.
-    pub fn from_store(dir: &Path, codec: &Codec, group: u64) -> io::Result<FrameSet> {
+    /// decodes exactly the bytes the store decodes. `source` holds the records.
+    pub(crate) fn from_store(
+        dir: &Path,
+        codec: &Codec,
+        group: u64,
+        source: &Source,
+    ) -> io::Result<Frames> {
         let bad = |why: String| io::Error::new(io::ErrorKind::InvalidData, why);
         let meta = std::fs::read(dir.join("meta.zr"))?;
         if meta.len() != 32 || &meta[..4] != b"ZREC" || !matches!(meta[4], 1 | 2) {
@@ -49,12 +60,7 @@ impl FrameSet {
         let mut segments: Vec<Vec<u8>> = Vec::new();
         // Chunks `0..=tail_chunk` exist.
         let chunks = (0..=u32_at(&meta, 6) as usize)
-            .map(|n| {
-                let file = std::fs::File::open(dir.join(format!("{n}.chunk")))?;
-                // SAFETY: the store is private to this benchmark and idle (no
-                // append or compaction runs) while its chunks are read here.
-                unsafe { memmap2::Mmap::map(&file) }
-            })
+            .map(|n| super::disk::map(&dir.join(format!("{n}.chunk"))))
             .collect::<io::Result<Vec<_>>>()?;
         // The frames end to end, as a chunk holds them.
         let (mut bytes, mut starts) = (Vec::new(), vec![0]);
@@ -86,24 +92,25 @@ impl FrameSet {
             ),
             _ => None,
         };
-        Ok(FrameSet {
+        let set = FrameSet {
             bytes,
             starts,
             ddict,
-        })
+        };
+        let (source, out) = (source.clone(), Out::default());
+        Ok(Frames { set, source, out })
     }
 
     /// Total bytes of all frames.
-    pub fn compressed_bytes(&self) -> u64 {
-        self.bytes.len() as u64
+    pub(crate) fn compressed_bytes(&self) -> u64 {
+        self.set.bytes.len() as u64
     }
+}
 
+impl FrameSet {
     /// Decodes frame `i` into `dst` (exactly its content size).
-    ///
-    /// # Panics
-    /// When the frame does not decode to `dst.len()` bytes.
     #[inline]
-    pub fn decode(&self, i: u64, dst: &mut [u8]) {
+    fn decode(&self, i: u64, dst: &mut [u8]) {
         let i = i as usize;
         let frame = &self.bytes[self.starts[i]..self.starts[i + 1]];
         let n = DCTX
@@ -116,9 +123,30 @@ impl FrameSet {
     }
 }
 
-/// Compressed size of `data` cut into the byte ranges `groups`, each
-/// compressed as one zstd level-3 frame (in parallel).
-pub fn grouped_bytes(data: &[u8], groups: &[Range<usize>]) -> u64 {
+impl System for Frames {
+    fn gather(&mut self, indices: &[u64]) -> Packed<'_> {
+        let set = &self.set;
+        let decode = |dst: &mut [u8], i| set.decode(i, dst);
+        match self.source.cuts() {
+            Cuts::Width(w) => self.out.fixed(w, indices, true, decode),
+            cuts => self
+                .out
+                .packed(indices, |i| cuts.range(i).len(), |_| true, decode),
+        }
+    }
+}
+
+/// Compressed size of `source`'s records in groups of `per_group`
+/// consecutive records, each group one zstd level-3 frame (in parallel).
+pub(crate) fn grouped_bytes(source: &Source, per_group: usize) -> u64 {
+    let n = source.len();
+    let groups: Vec<Range<usize>> = (0..n)
+        .step_by(per_group)
+        .map(|first| {
+            let last = (first + per_group).min(n) - 1;
+            source.range(first as u64).start..source.range(last as u64).end
+        })
+        .collect();
     let cctx = || {
         let mut cctx = CCtx::create();
         for p in [
@@ -137,62 +165,6 @@ pub fn grouped_bytes(data: &[u8], groups: &[Range<usize>]) -> u64 {
     };
     groups
         .par_iter()
-        .map_init(cctx, |c, g| compressed(c, &data[g.clone()]))
+        .map_init(cctx, |c, g| compressed(c, &source.bytes()[g.clone()]))
         .sum()
-}
-
-/// The byte ranges of groups of `per_group` consecutive records, record `r`
-/// starting at `starts[r]` (`starts` has one entry past the last record).
-pub fn group_ranges(starts: &[usize], per_group: usize) -> Vec<Range<usize>> {
-    let records = starts.len().saturating_sub(1);
-    (0..records.div_ceil(per_group))
-        .map(|g| starts[g * per_group]..starts[((g + 1) * per_group).min(records)])
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use zrecord::{DictTier, train_dict};
-
-    fn records() -> Vec<Vec<u8>> {
-        (0..2000u32)
-            .map(|i| {
-                format!(
-                    "record {i} of class {} -- {}",
-                    i % 7,
-                    "x".repeat((i % 50) as usize)
-                )
-                .into_bytes()
-            })
-            .collect()
-    }
-
-    #[test]
-    fn frames_read_from_a_store_match_its_records() {
-        let dir = tempfile::tempdir().unwrap();
-        let recs = records();
-        let refs: Vec<&[u8]> = recs.iter().map(Vec::as_slice).collect();
-        let dict = train_dict(&refs, DictTier::Fast).unwrap();
-        for codec in [Codec::Zstd, Codec::ZstdDict(dict)] {
-            let path = dir.path().join(codec.name());
-            let store = zrecord::RaggedStore::<u8>::create(&path, codec.clone()).unwrap();
-            store.append_slices(&recs).unwrap();
-            let set = FrameSet::from_store(&path, &codec, 2).unwrap();
-            for i in [1999, 3] {
-                let mut out = vec![0u8; recs[i].len()];
-                set.decode(i as u64, &mut out);
-                assert_eq!(out, recs[i]);
-            }
-        }
-        assert!(FrameSet::from_store(dir.path(), &Codec::Zstd, 1).is_err());
-    }
-
-    #[test]
-    fn groups_cover_every_record() {
-        let starts = [0, 3, 5, 9, 10, 12];
-        assert_eq!(group_ranges(&starts, 2), vec![0..5, 5..10, 10..12]);
-        let data = vec![0u8; 12];
-        assert!(grouped_bytes(&data, &group_ranges(&starts, 2)) > 0);
-    }
 }

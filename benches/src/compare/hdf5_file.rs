@@ -11,7 +11,7 @@ use super::Result;
 use super::systems::{Cuts, Packed, System};
 
 /// An HDF5 file holding the records as dataset `records`.
-pub struct Dense {
+pub(crate) struct Dense {
     _file: hdf5::File,
     dataset: hdf5::Dataset,
     width: usize,
@@ -25,7 +25,7 @@ impl Dense {
     ///
     /// # Errors
     /// HDF5 and I/O errors.
-    pub fn write(path: &Path, data: &[u8], shape: &[usize]) -> Result<Dense> {
+    pub(crate) fn write(path: &Path, data: &[u8], shape: &[usize]) -> Result<Dense> {
         {
             let file = hdf5::File::create(path)?;
             let dataset = file
@@ -48,7 +48,7 @@ impl Dense {
     }
 
     /// How the system reads, for the table's notes.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let (a, b, c) = hdf5::library_version();
         format!(
             "libhdf5 {a}.{b}.{c}, a contiguous u8 dataset, one `read_slice` (H5Dread of a hyperslab) per record on the calling thread"

@@ -11,26 +11,19 @@ use zstd::zstd_safe::{CCtx, CDict, CParameter};
 
 use super::Result;
 use super::report::{Report, Table, fmt_num};
-use super::store_table::records;
-use crate::workloads::{DENSE_B, RaggedTokens};
+use super::store_table::{Workload, records};
+use crate::workloads::DENSE_B;
 
 /// The levels timed; 19 is the reference.
 const LEVELS: [i32; 11] = [1, 2, 3, 4, 5, 6, 7, 9, 12, 15, 19];
 
 /// Times every level on (b) and (c).
-///
-/// # Errors
-/// A dictionary that cannot be trained, or a zstd error.
 pub fn run(quick: bool, report: &mut Report) -> Result<Table> {
-    let b = DENSE_B.generate(records('b', DENSE_B.records, quick));
-    let tokens = RaggedTokens::generate(records('c', 20_000, quick));
-    let c: Vec<Vec<u8>> = (0..tokens.len())
-        .map(|r| bytemuck::cast_slice(tokens.record(r)).to_vec())
-        .collect();
-    let workloads: [(char, Vec<&[u8]>); 2] = [
-        ('b', b.chunks(DENSE_B.record_bytes()).collect()),
-        ('c', c.iter().map(Vec::as_slice).collect()),
-    ];
+    let b = Workload::Dense(DENSE_B)
+        .generate(records('b', DENSE_B.records, quick))?
+        .0;
+    let c = Workload::Ragged.generate(records('c', 20_000, quick))?.0;
+    let workloads = [('b', b.records()), ('c', c.records())];
     let mut table = Table::new(
         "zstd_dict levels: write speed and ratio, one thread, Balanced dictionary",
         &["workload", "level", "MiB/s", "ratio", "ratio / level 19"],
@@ -43,18 +36,10 @@ pub fn run(quick: bool, report: &mut Report) -> Result<Table> {
             .collect::<Result<_>>()?;
         let reference = rows.last().map_or(1.0, |r| r.2);
         for (level, speed, ratio) in rows {
-            report.push(
-                *letter,
-                &format!("zstd_dict level {level}"),
-                "write",
-                speed,
-                "MiB/s",
-            );
-            let mark = if level == ZSTD_DICT_LEVEL {
-                " (default)"
-            } else {
-                ""
-            };
+            let system = format!("zstd_dict level {level}");
+            report.push(*letter, &system, "write", speed, "MiB/s");
+            let mark = (level == ZSTD_DICT_LEVEL).then_some(" (default)");
+            let mark = mark.unwrap_or_default();
             table.row(vec![
                 format!("({letter})"),
                 format!("{level}{mark}"),
@@ -77,17 +62,16 @@ fn compress_all(records: &[&[u8]], dict: &[u8], level: i32) -> Result<(f64, f64)
     let zerr = |e| format!("zstd: {}", zstd::zstd_safe::get_error_name(e));
     let cdict = CDict::create(dict, level);
     let mut cctx = CCtx::create();
-    cctx.set_parameter(CParameter::ChecksumFlag(true))
-        .map_err(zerr)?;
-    cctx.set_parameter(CParameter::ContentSizeFlag(true))
-        .map_err(zerr)?;
+    for p in [
+        CParameter::ChecksumFlag(true),
+        CParameter::ContentSizeFlag(true),
+    ] {
+        cctx.set_parameter(p).map_err(zerr)?;
+    }
     cctx.ref_cdict(&cdict).map_err(zerr)?;
     let raw: usize = records.iter().map(|r| r.len()).sum();
-    let mut out =
-        vec![
-            0u8;
-            zstd::zstd_safe::compress_bound(records.iter().map(|r| r.len()).max().unwrap_or(0))
-        ];
+    let longest = records.iter().map(|r| r.len()).max().unwrap_or(0);
+    let mut out = vec![0u8; zstd::zstd_safe::compress_bound(longest)];
     let start = Instant::now();
     let mut stored = 0;
     for record in records {

@@ -16,80 +16,64 @@ use super::rss;
 use crate::checksum::sha256_hex;
 
 /// The flag that makes `compare` a loader child.
-pub const CHILD_FLAG: &str = "--loader-child";
+pub(crate) const CHILD_FLAG: &str = "--loader-child";
 /// The prefix of the result line.
-pub const RESULT_PREFIX: &str = "LOADER-RESULT ";
+pub(crate) const RESULT_PREFIX: &str = "LOADER-RESULT ";
 /// Batch size of workload (e).
-pub const BATCH: u64 = 256;
+pub(crate) const BATCH: u64 = 256;
 /// Sampler seed of workload (e).
-pub const SEED: u64 = 5;
+pub(crate) const SEED: u64 = 5;
 
 /// The stores a child reads.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub enum Data {
+pub(crate) enum Data {
     /// Data (a) or (b): a dense `u8` store and its `i64` labels (`label[r] = r`).
-    Labelled {
-        /// The records.
-        records: PathBuf,
-        /// The labels.
-        labels: PathBuf,
-    },
+    Labelled { records: PathBuf, labels: PathBuf },
     /// A ragged `i32` token store (data (c)), each batch padded with zeros
     /// into one `(batch, longest)` buffer, as the Burn converter
     /// (`zrecord_burn::ragged_padded`) pads it before wrapping it in a tensor.
-    PaddedTokens {
-        /// The token store.
-        tokens: PathBuf,
-    },
+    PaddedTokens { tokens: PathBuf },
 }
 
 /// What a child runs.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ChildConfig {
-    /// The stores.
-    pub data: Data,
+pub(crate) struct ChildConfig {
+    pub(crate) data: Data,
     /// `None`: the bare loop on the calling thread; `Some(w)`: the loader with `w` workers.
-    pub workers: Option<usize>,
+    pub(crate) workers: Option<usize>,
     /// The loader's prefetch depth.
-    pub prefetch: usize,
+    pub(crate) prefetch: usize,
     /// Steps run before timing.
-    pub warmup: u64,
+    pub(crate) warmup: u64,
     /// Steps timed.
-    pub steps: u64,
+    pub(crate) steps: u64,
     /// Seconds the consumer sleeps per step (a training step that leaves the CPU free).
-    pub consumer_sleep_s: f64,
+    pub(crate) consumer_sleep_s: f64,
 }
 
 /// What a child measured, over the timed steps.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct ChildResult {
-    /// Timed steps.
-    pub steps: u64,
-    /// Wall seconds.
-    pub wall_s: f64,
-    /// Batches per second.
-    pub batches_per_s: f64,
+pub(crate) struct ChildResult {
+    pub(crate) steps: u64,
+    pub(crate) wall_s: f64,
+    pub(crate) batches_per_s: f64,
     /// Seconds the consumer waited for batches (loader counters).
-    pub wait_s: f64,
+    pub(crate) wait_s: f64,
     /// Gather seconds summed over workers (loader) or the loop's own gather time.
-    pub gather_s: f64,
+    pub(crate) gather_s: f64,
     /// Resident KiB right after opening the stores.
-    pub rss_open_kib: u64,
+    pub(crate) rss_open_kib: u64,
     /// Peak resident KiB of the process (`VmHWM`).
-    pub vm_hwm_kib: u64,
+    pub(crate) vm_hwm_kib: u64,
     /// Sampled peak of anonymous resident KiB.
-    pub peak_anon_kib: u64,
+    pub(crate) peak_anon_kib: u64,
     /// Sampled peak of file-backed resident KiB (the stores' maps).
-    pub peak_file_kib: u64,
+    pub(crate) peak_file_kib: u64,
     /// Stream buffers the loader allocated (not recycled).
-    pub buffers_allocated: u64,
+    pub(crate) buffers_allocated: u64,
 }
 
 /// The child's entry point: parses the config, runs, prints the result line.
-///
-/// # Errors
-/// A bad config, zrecord and loader errors, or a batch that is not what the
-/// sampler chose.
 pub fn main(config_json: &str) -> Result<()> {
     let config: ChildConfig = serde_json::from_str(config_json)?;
     let result = match &config.data {
@@ -160,12 +144,15 @@ fn steps(
 
 /// Builds the loader of `streams` (the workload's sampler, `workers`
 /// workers) and takes the warm-up and the timed steps' batches from it,
-/// calling `consume(step, batch)` on each.
+/// calling `consume` on each. The first batches must be the `expected` ones
+/// (indices, and `digest` of the batch).
 fn loader_steps(
     config: &ChildConfig,
     streams: LoaderBuilder<Batch>,
     workers: usize,
-    mut consume: impl FnMut(u64, &Batch) -> Result<()>,
+    expected: &Expected,
+    digest: impl Fn(&Batch) -> Result<Option<String>>,
+    mut consume: impl FnMut(&Batch) -> Result<()>,
 ) -> Result<ChildResult> {
     let mut loader = streams
         .mode(Mode::Cyclic)
@@ -175,7 +162,13 @@ fn loader_steps(
         .build()?;
     let counters = loader.counters();
     steps(config, Some(&counters), |step| {
-        consume(step, &loader.next_batch()?)
+        let batch = loader.next_batch()?;
+        if let Some((indices, sum)) = expected.get(step as usize)
+            && (batch.indices() != &indices[..] || digest(&batch)?.as_ref() != Some(sum))
+        {
+            return Err(format!("the loader's batch {step} differs from a direct gather").into());
+        }
+        consume(&batch)
     })
 }
 
@@ -199,21 +192,6 @@ fn expected(sampler: &Sampler, digest: impl Fn(&[u64]) -> Result<String>) -> Res
             digest(&indices).map(|d| (indices, d))
         })
         .collect()
-}
-
-/// Fails unless the loader's batch `step` is the one a direct gather gave.
-fn check_batch(
-    step: u64,
-    expected: &Expected,
-    indices: &[u64],
-    digest: impl FnOnce() -> Option<String>,
-) -> Result<()> {
-    match expected.get(step as usize) {
-        Some((want, sum)) if indices != &want[..] || digest().as_ref() != Some(sum) => {
-            Err(format!("the loader's batch {step} differs from a direct gather").into())
-        }
-        _ => Ok(()),
-    }
 }
 
 fn check_labels(labels: &[i64], indices: &[u64]) -> Result<()> {
@@ -263,14 +241,12 @@ fn labelled(
     let streams = Loader::builder(BATCH)
         .stream("image", images)
         .stream("label", labels);
-    loader_steps(config, streams, workers, |step, batch| {
+    let digest = |batch: &Batch| Ok(batch.dense::<u8>("image")?.as_slice().map(sha256_hex));
+    loader_steps(config, streams, workers, &expected, digest, |batch| {
         let image = batch.dense::<u8>("image")?;
         let label = batch.dense::<i64>("label")?;
         let label = label.as_slice().ok_or("labels not contiguous")?;
         check_labels(label, batch.indices())?;
-        check_batch(step, &expected, batch.indices(), || {
-            image.as_slice().map(sha256_hex)
-        })?;
         std::hint::black_box(&image);
         Ok(())
     })
@@ -304,12 +280,9 @@ fn padded(config: &ChildConfig, tokens: RaggedStore<i32>) -> Result<ChildResult>
         Ok(padded_digest(&padding.pad(batch.values(), batch.layout())?))
     })?;
     let streams = Loader::builder(BATCH).stream("tokens", tokens);
-    loader_steps(config, streams, workers, |step, batch| {
-        let padded = batch.padded::<i32>("tokens", 0)?;
-        check_batch(step, &expected, batch.indices(), || {
-            Some(padded_digest(&padded))
-        })?;
-        std::hint::black_box(&padded);
+    let digest = |batch: &Batch| Ok(Some(padded_digest(&batch.padded::<i32>("tokens", 0)?)));
+    loader_steps(config, streams, workers, &expected, digest, |batch| {
+        std::hint::black_box(batch.padded::<i32>("tokens", 0)?);
         Ok(())
     })
 }

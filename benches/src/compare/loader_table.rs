@@ -9,17 +9,18 @@
 //! pages count as file-backed resident memory; the table shows that part
 //! apart, and the bound counts it with the store handles.
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use zrecord::{Codec, DenseStore, RaggedStore};
+use zrecord::{Codec, DenseStore};
 
 use super::Result;
 use super::loader_child::{BATCH, CHILD_FLAG, ChildConfig, ChildResult, Data, RESULT_PREFIX, SEED};
 use super::measure::{median, timed};
-use super::report::{MIB, Report, Table, fmt_num, fmt_ratio};
+use super::report::{MIB, Report, Table, bold, fmt_num, fmt_ratio, yes_no};
+use super::store_table::Workload;
 use super::summary::target;
-use crate::workloads::{DENSE_A, DENSE_B, DenseWorkload, RAGGED_RECORDS, RaggedTokens};
+use super::systems::{self, Source, Zrecord};
+use crate::workloads::{DENSE_A, DENSE_B};
 
 /// The loader's default prefetch depth (`LoaderBuilder::prefetch`).
 pub const PREFETCH: usize = 4;
@@ -28,9 +29,6 @@ pub const DEFAULT_WORKERS: usize = 2;
 
 /// Runs workload (e); returns its table and the loader's rows of the
 /// targets table.
-///
-/// # Errors
-/// A checksum mismatch, zrecord errors, a failing child.
 pub fn run(quick: bool, report: &mut Report) -> Result<(Table, Vec<Vec<String>>)> {
     let dir = tempfile::Builder::new()
         .prefix("zrecord-compare-e")
@@ -42,109 +40,72 @@ pub fn run(quick: bool, report: &mut Report) -> Result<(Table, Vec<Vec<String>>)
     };
     let mut sets = Vec::new();
     for (workload, codecs) in [
-        (&DENSE_A, &[("raw", Codec::Raw), ("zstd", Codec::Zstd)][..]),
-        (&DENSE_B, &[("raw", Codec::Raw)][..]),
+        (Workload::Dense(DENSE_A), &[Codec::Raw, Codec::Zstd][..]),
+        (Workload::Dense(DENSE_B), &[Codec::Raw][..]),
+        (Workload::Ragged, &[Codec::Raw][..]),
     ] {
-        let n = if quick { 300 } else { workload.records };
-        let batch_bytes = BATCH * (workload.record_bytes() as u64 + 8);
-        for (codec, records, labels) in labelled_stores(workload, n, codecs, dir.path())? {
-            let steps = match (quick, workload.name, codec) {
-                (true, _, _) => 6,
-                (false, "a", "raw") => 200,
-                (false, "a", _) => 48,
-                (false, _, _) => 40_000,
+        let (letter, full, _) = workload.spec();
+        let n = if quick { 300 } else { full };
+        let (generated, gen_s) = timed(|| workload.generate(n));
+        let (source, checked) = generated?;
+        eprintln!("(e) {letter}: {n} records generated in {gen_s:.1} s ({checked})");
+        // Dense data with a label stream; tokens padded per batch.
+        let (labels, batch_bytes) = match &source {
+            Source::Dense { shape, .. } => {
+                let path = dir.path().join(format!("labels-{letter}"));
+                let labels = DenseStore::<i64>::create(&path, &[], Codec::Raw)?;
+                labels.append(&(0..n as i64).collect::<Vec<i64>>())?;
+                labels.sync()?;
+                (Some(path), BATCH * (shape[0] * shape[1] + 8) as u64)
+            }
+            Source::Ragged(d) => (None, BATCH * (d.tokens.len() / n) as u64 * 4),
+        };
+        let sampler = zsampler::Sampler::builder(n as u64, BATCH)
+            .seed(SEED)
+            .build()?;
+        let mut configs = Vec::new();
+        for codec in codecs {
+            let name = match labels {
+                Some(_) => format!("({letter}) {}", codec.name()),
+                None => format!("({letter}) {}, padded", codec.name()),
+            };
+            let path = dir.path().join(format!("{letter}-{}", codec.name()));
+            let mut store = Zrecord::write(&path, &source, codec.clone())?;
+            // Check a few batches against the source before anything is timed.
+            for step in [0, 1, 7] {
+                systems::check(&name, &mut store, &source, &sampler.batch_at(step))?;
+            }
+            let data = match &labels {
+                Some(labels) => Data::Labelled {
+                    records: path,
+                    labels: labels.clone(),
+                },
+                None => Data::PaddedTokens { tokens: path },
+            };
+            let steps = match (quick, letter, codec) {
+                (true, ..) => 6,
+                (false, 'a', Codec::Raw) => 200,
+                (false, 'a', _) => 48,
+                (false, 'b', _) => 40_000,
+                (false, ..) => 10_000,
             };
             let config = ChildConfig {
-                data: Data::Labelled { records, labels },
+                data,
                 workers: None,
                 prefetch: PREFETCH,
                 warmup,
                 steps,
                 consumer_sleep_s: 0.0,
             };
-            let name = format!("({}) {codec}", workload.name);
-            let full = workload.name == "a";
-            sets.push(measure(name, batch_bytes, &config, reps, full)?);
+            configs.push((name, config));
+        }
+        drop(source);
+        eprintln!("  stores written and checked");
+        for (name, config) in configs {
+            sets.push(measure(name, batch_bytes, &config, reps, letter == 'a')?);
         }
     }
-    // (c): tokens, padded per batch.
-    let n = if quick { 300 } else { RAGGED_RECORDS };
-    let tokens = RaggedTokens::generate(n);
-    let path = dir.path().join("tokens");
-    {
-        let store = RaggedStore::<i32>::create(&path, Codec::Raw)?;
-        let records: Vec<&[i32]> = (0..tokens.len()).map(|r| tokens.record(r)).collect();
-        for piece in records.chunks(50_000) {
-            store.append_slices(piece)?;
-        }
-        store.sync()?;
-        for r in [0, n / 2, n - 1] {
-            if store.get(r as u64)?.as_slice() != Some(tokens.record(r)) {
-                return Err(format!("tokens: record {r} differs from the source").into());
-            }
-        }
-    }
-    let mean_len = tokens.tokens.len() as u64 / n as u64;
-    drop(tokens);
-    let config = ChildConfig {
-        data: Data::PaddedTokens { tokens: path },
-        workers: None,
-        prefetch: PREFETCH,
-        warmup,
-        steps: if quick { 6 } else { 10_000 },
-        consumer_sleep_s: 0.0,
-    };
-    let name = "(c) raw, padded".to_string();
-    sets.push(measure(name, BATCH * mean_len * 4, &config, reps, false)?);
     Ok(tabulate(&sets, reps, report))
-}
-
-/// Writes the first `n` records of `workload` in each of `codecs`, and a
-/// label store, each checked against the source; returns `(codec, records,
-/// labels)` per codec.
-fn labelled_stores(
-    workload: &DenseWorkload,
-    n: usize,
-    codecs: &[(&'static str, Codec)],
-    dir: &Path,
-) -> Result<Vec<(&'static str, PathBuf, PathBuf)>> {
-    let (generated, gen_s) = timed(|| workload.generate_verified(n));
-    let (data, verified) = generated?;
-    let (name, width) = (workload.name, workload.record_bytes());
-    let checked = verified.describe("SHA-256 matches");
-    eprintln!("(e) {name}: {n} records generated in {gen_s:.1} s ({checked})");
-    let labels_path = dir.join(format!("labels-{name}"));
-    let labels = DenseStore::<i64>::create(&labels_path, &[], Codec::Raw)?;
-    labels.append(&(0..n as i64).collect::<Vec<i64>>())?;
-    labels.sync()?;
-    drop(labels);
-    let mut stores = Vec::new();
-    for (codec_name, codec) in codecs {
-        let path = dir.join(format!("{name}-{codec_name}"));
-        let store = DenseStore::<u8>::create(&path, &workload.shape, codec.clone())?;
-        for piece in data.chunks((64 << 20) / width * width) {
-            store.append(piece)?;
-        }
-        store.sync()?;
-        // Check a few batches against the source before anything is timed.
-        let sampler = zsampler::Sampler::builder(n as u64, BATCH)
-            .seed(SEED)
-            .build()?;
-        for step in [0, 1, 7] {
-            let indices = sampler.batch_at(step);
-            let batch = store.gather(&indices)?;
-            let got = batch.as_slice().ok_or("a non-contiguous batch")?;
-            for (k, &i) in indices.iter().enumerate() {
-                if got[k * width..][..width] != data[i as usize * width..][..width] {
-                    let why = format!("{name}-{codec_name}: record {i} differs from the source");
-                    return Err(why.into());
-                }
-            }
-        }
-        stores.push((*codec_name, path, labels_path.clone()));
-    }
-    eprintln!("  stores written and checked");
-    Ok(stores)
 }
 
 /// One data set's runs, named as the table's first column names it.
@@ -166,13 +127,8 @@ struct Row {
 
 impl Row {
     fn rate(&self) -> f64 {
-        median(
-            &self
-                .results
-                .iter()
-                .map(|r| r.batches_per_s)
-                .collect::<Vec<_>>(),
-        )
+        let rates: Vec<f64> = self.results.iter().map(|r| r.batches_per_s).collect();
+        median(&rates)
     }
 }
 
@@ -270,12 +226,8 @@ fn tabulate(sets: &[DataSet], reps: usize, report: &mut Report) -> (Table, Vec<V
         &columns,
     );
     let mut targets = Vec::new();
-    for DataSet {
-        name: data,
-        batch_bytes,
-        rows,
-    } in sets
-    {
+    for set in sets {
+        let (data, rows) = (&set.name, &set.rows);
         // The alternating repetitions of the bare loop and the default
         // loader are summarised by their median rate.
         let (bare_rate, default_rate) = (rows[0].rate(), rows[1].rate());
@@ -285,7 +237,7 @@ fn tabulate(sets: &[DataSet], reps: usize, report: &mut Report) -> (Table, Vec<V
             let wait_share = r.wait_s / r.wall_s;
             let kib = |k: u64| k as f64 * 1024.0;
             let (peak, maps) = (kib(r.vm_hwm_kib), kib(r.peak_file_kib));
-            let batches = ((PREFETCH + 2) as u64 * batch_bytes) as f64;
+            let batches = ((PREFETCH + 2) as u64 * set.batch_bytes) as f64;
             let bound = kib(r.rss_open_kib) + maps + batches + 100.0 * MIB;
             let within = peak <= bound;
             let wait = if loader { wait_share } else { f64::NAN };
@@ -304,18 +256,14 @@ fn tabulate(sets: &[DataSet], reps: usize, report: &mut Report) -> (Table, Vec<V
             let only_loader = |cell: String| if loader { cell } else { "—".into() };
             table.row(vec![
                 data.clone(),
-                if loader {
-                    format!("**{label}**")
-                } else {
-                    label.clone()
-                },
+                bold(label, loader),
                 fmt_num(rate),
                 fmt_ratio(rate / bare_rate),
                 only_loader(format!("{:.1} %", 100.0 * wait_share)),
                 mib(peak),
                 mib(maps),
                 only_loader(mib(bound)),
-                only_loader(if within { "yes" } else { "**no**" }.into()),
+                only_loader(yes_no(within)),
             ]);
             if loader {
                 targets.push(target(

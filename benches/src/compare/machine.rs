@@ -31,19 +31,19 @@ pub struct Machine {
 impl Machine {
     /// Reads everything once.
     pub fn probe() -> Machine {
+        let unknown = || "unknown".to_string();
+        let kib = proc_field("/proc/meminfo", "MemTotal");
+        let kib = kib.and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok());
+        let rustc = std::env::var_os("RUSTC").unwrap_or("rustc".into());
         Machine {
-            cpu: cpu_model().unwrap_or_else(|| "unknown".into()),
+            cpu: proc_field("/proc/cpuinfo", "model name").unwrap_or_else(unknown),
             cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
             rayon_threads: rayon::current_num_threads(),
-            memory_mib: mem_total_kib().map_or(0, |k| k / 1024),
-            kernel: read_trimmed("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
-            rustc: output(
-                std::env::var_os("RUSTC").unwrap_or("rustc".into()),
-                &["--version"],
-            )
-            .unwrap_or_else(|| "unknown".into()),
-            git_commit: output("git", &["rev-parse", "HEAD"]).unwrap_or_else(|| "unknown".into()),
-            load_average_start: load_average().unwrap_or_else(|| "unknown".into()),
+            memory_mib: kib.map_or(0, |k| k / 1024),
+            kernel: read_trimmed("/proc/sys/kernel/osrelease").unwrap_or_else(unknown),
+            rustc: output(rustc, &["--version"]).unwrap_or_else(unknown),
+            git_commit: output("git", &["rev-parse", "HEAD"]).unwrap_or_else(unknown),
+            load_average_start: load_average().unwrap_or_else(unknown),
             load_average_end: String::new(),
         }
     }
@@ -58,41 +58,28 @@ impl Machine {
             self.memory_mib,
             self.kernel,
             self.rustc,
-            short(&self.git_commit),
+            self.git_commit.get(..12).unwrap_or(&self.git_commit),
             self.load_average_start
         )
     }
-}
-
-fn short(commit: &str) -> &str {
-    commit.get(..12).unwrap_or(commit)
 }
 
 fn read_trimmed(path: impl AsRef<Path>) -> Option<String> {
     Some(std::fs::read_to_string(path).ok()?.trim().to_string())
 }
 
-fn cpu_model() -> Option<String> {
-    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("model name"))?;
+/// What follows the `:` on the first line of `file` that starts with `key`.
+fn proc_field(file: &str, key: &str) -> Option<String> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let line = text.lines().find(|l| l.starts_with(key))?;
     Some(line.split_once(':')?.1.trim().to_string())
-}
-
-fn mem_total_kib() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// The three load averages from `/proc/loadavg`.
 pub fn load_average() -> Option<String> {
     let text = read_trimmed("/proc/loadavg")?;
-    Some(
-        text.split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" "),
-    )
+    let three: Vec<&str> = text.split_whitespace().take(3).collect();
+    Some(three.join(" "))
 }
 
 /// The first line `program args` prints, if it runs and succeeds.

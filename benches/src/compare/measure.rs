@@ -180,39 +180,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn faults_grow_when_memory_is_touched() {
-        let before = faults();
-        let v = vec![1u8; 16 << 20];
-        std::hint::black_box(&v);
-        let after = faults();
-        if before != (0, 0) {
-            assert!(after.0 > before.0);
-        }
-    }
-
-    #[test]
-    fn percentiles() {
+    fn percentiles_and_faults() {
         assert!(median(&[]).is_nan());
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
         assert_eq!(percentile(&[0.0, 10.0], 95.0), 9.5);
+        let before = faults();
+        std::hint::black_box(vec![1u8; 16 << 20]);
+        if before != (0, 0) {
+            assert!(faults().0 > before.0);
+        }
     }
 
     #[test]
     fn rounds_cover_every_runner() {
         let plan = vec![vec![1u64, 2, 3], vec![4, 5, 6]];
-        let mut calls = [0usize; 2];
-        let (a, b) = calls.split_at_mut(1);
         let mut runners: Vec<Runner<'_>> = vec![
-            Box::new(|batch: &[u64]| {
-                a[0] += 1;
-                batch.len() * 8
-            }),
-            Box::new(|batch: &[u64]| {
-                b[0] += 1;
-                std::hint::black_box(batch.iter().sum::<u64>());
-                batch.len() * 8
-            }),
+            Box::new(|batch: &[u64]| batch.len() * 8),
+            Box::new(|batch: &[u64]| std::hint::black_box(batch.len() * 8)),
         ];
         let budget = Budget {
             total: Duration::ZERO,
@@ -220,15 +205,11 @@ mod tests {
             min_sample: Duration::ZERO,
         };
         let (sampled, rounds) = interleaved(&mut runners, &plan, budget);
-        drop(runners);
-        assert_eq!(rounds, 5);
-        assert_eq!(sampled.len(), 2);
+        assert_eq!((rounds, sampled.len()), (5, 2));
         for s in &sampled {
-            assert_eq!(s.round_secs.len(), 5);
             assert_eq!(s.round_bytes, vec![24.0; 5]);
             assert!(s.bytes_per_s() > 0.0 && s.latency(95.0) >= s.latency(50.0));
         }
-        assert!(sampled[0].paired_ratio(&sampled[0]) == 1.0);
-        assert_eq!(calls[0], calls[1]);
+        assert_eq!(sampled[0].paired_ratio(&sampled[0]), 1.0);
     }
 }

@@ -5,34 +5,20 @@
 use std::path::Path;
 
 use super::Result;
-use super::disk::{Region, allocated_bytes};
+use super::disk::{self, allocated_bytes};
 use super::measure::timed;
-use super::npy;
 use super::systems::{Mapped, Source, System};
 
 /// An array a peer stores: name, `.npy` dtype (`|u1`, `<i4` or `<i8`),
 /// shape, little-endian bytes.
-pub struct Array<'a> {
-    /// Name (file stem or tensor name).
-    pub name: &'static str,
-    /// `.npy` dtype.
-    pub descr: &'static str,
-    /// Shape.
-    pub shape: Vec<usize>,
-    /// The bytes.
-    pub bytes: &'a [u8],
-}
+type Array<'a> = (&'static str, &'static str, Vec<usize>, &'a [u8]);
 
 /// A peer, written and opened.
-pub struct Peer {
-    /// Row name.
-    pub name: &'static str,
-    /// Seconds to write it durably.
-    pub write_s: f64,
-    /// Allocated bytes on disk.
-    pub on_disk: u64,
-    /// Its gather.
-    pub system: Box<dyn System>,
+pub(crate) struct Peer {
+    pub(crate) name: &'static str,
+    pub(crate) write_s: f64,
+    pub(crate) on_disk: u64,
+    pub(crate) system: Box<dyn System>,
 }
 
 /// A peer's row name for dense or ragged records.
@@ -43,45 +29,25 @@ fn named(source: &Source, dense: &'static str, ragged: &'static str) -> &'static
     }
 }
 
-/// The records as mapped arrays: `data` cut into records of the source's
-/// width, or tokens cut by `offsets`.
-fn mapped(source: &Source, data: Region, offsets: Option<Region>) -> Result<Box<dyn System>> {
-    Ok(match (source, offsets) {
-        (Source::Dense { shape, .. }, _) => Box::new(Mapped::dense(data, shape[0] * shape[1])),
-        (Source::Ragged(_), offsets) => {
-            Box::new(Mapped::ragged(data, offsets.ok_or("no offsets")?)?)
-        }
-    })
-}
-
 /// Writes every peer of `source` under `dir` and opens it; notes say what
 /// was left out.
-///
-/// # Errors
-/// I/O and the peers' own errors.
-pub fn write_all(source: &Source, dir: &Path, notes: &mut Vec<String>) -> Result<Vec<Peer>> {
+pub(crate) fn write_all(source: &Source, dir: &Path, notes: &mut Vec<String>) -> Result<Vec<Peer>> {
     let offsets64: Vec<i64> = match source {
         Source::Ragged(d) => d.offsets.iter().map(|&o| o as i64).collect(),
         Source::Dense { .. } => Vec::new(),
     };
-    let array = |name, descr, shape, bytes| Array {
-        name,
-        descr,
-        shape,
-        bytes,
-    };
-    let arrays = match source {
+    let arrays: Vec<Array<'_>> = match source {
         Source::Dense { data, shape } => {
-            vec![array(
+            vec![(
                 "records",
                 "|u1",
                 vec![source.len(), shape[0], shape[1]],
-                &data[..],
+                data,
             )]
         }
         Source::Ragged(d) => vec![
-            array("tokens", "<i4", vec![d.tokens.len()], source.bytes()),
-            array(
+            ("tokens", "<i4", vec![d.tokens.len()], source.bytes()),
+            (
                 "offsets",
                 "<i8",
                 vec![offsets64.len()],
@@ -91,33 +57,45 @@ pub fn write_all(source: &Source, dir: &Path, notes: &mut Vec<String>) -> Result
     };
     let paths: Vec<_> = arrays
         .iter()
-        .map(|a| dir.join(format!("{}.npy", a.name)))
+        .map(|a| dir.join(format!("{}.npy", a.0)))
         .collect();
     let (written, write_s) = timed(|| {
-        arrays
-            .iter()
-            .zip(&paths)
-            .try_for_each(|(a, path)| npy::write(path, a.descr, &a.shape, a.bytes))
+        let mut files = arrays.iter().zip(&paths);
+        files.try_for_each(|((_, descr, shape, bytes), path)| {
+            disk::write_npy(path, descr, shape, bytes)
+        })
     });
     written?;
-    let data = npy::open(&paths[0])?;
-    let system = mapped(
-        source,
-        data,
-        paths.get(1).map(|p| npy::open(p)).transpose()?,
-    )?;
+    let data = disk::open_npy(&paths[0])?;
+    let offsets = paths.get(1).map(|p| disk::open_npy(p)).transpose()?;
+    let system = Box::new(Mapped::new(source, data, offsets)?);
     let mut on_disk = 0;
     for path in &paths {
         on_disk += allocated_bytes(path)?;
     }
+    #[cfg_attr(not(any(feature = "peers", feature = "hdf5")), allow(unused_mut))]
     let mut peers = vec![Peer {
         name: named(source, "mmap .npy", "mmap .npy (values + offsets)"),
         write_s,
         on_disk,
         system,
     }];
-    with_peers(source, &arrays, dir, &mut peers, notes)?;
+    #[cfg(feature = "peers")]
+    with_peers(source, &arrays, dir, &mut peers)?;
+    #[cfg(not(feature = "peers"))]
+    notes.push(
+        "Arrow IPC and safetensors skipped: built without the `peers` feature of zrecord-benches \
+         (add `--features peers`)."
+            .into(),
+    );
+    #[cfg(feature = "hdf5")]
     hdf5(source, dir, &mut peers, notes)?;
+    #[cfg(not(feature = "hdf5"))]
+    notes.push(
+        "HDF5 skipped: built without the `hdf5` feature of zrecord-benches (it needs the system \
+         libhdf5, e.g. Debian's libhdf5-dev; then add `--features hdf5`)."
+            .into(),
+    );
     let times: Vec<String> = peers
         .iter()
         .map(|p| format!("{} {:.1} s", p.name, p.write_s))
@@ -134,18 +112,13 @@ fn with_peers(
     arrays: &[Array<'_>],
     dir: &Path,
     peers: &mut Vec<Peer>,
-    _: &mut Vec<String>,
 ) -> Result<()> {
-    use super::{arrow_ipc, safetensors_file};
+    use super::{arrow_ipc, disk::Region};
+    use safetensors::tensor::{Dtype, SafeTensors, TensorView};
     use std::sync::Arc;
 
-    let stem = arrays[0].name;
-    let column: arrow_array::ArrayRef = match source {
-        Source::Dense { data, shape } => {
-            Arc::new(arrow_ipc::dense_array(data, shape[0] * shape[1])?)
-        }
-        Source::Ragged(d) => Arc::new(arrow_ipc::ragged_array(&d.tokens, &d.offsets)?),
-    };
+    let stem = arrays[0].0;
+    let column = arrow_ipc::column(source)?;
     let path = dir.join(format!("{stem}.arrow"));
     let (written, write_s) = timed(|| arrow_ipc::write(&path, column));
     written?;
@@ -160,11 +133,32 @@ fn with_peers(
         system: Box::new(arrow_ipc::Arrow::open(&path)?),
     });
 
+    // safetensors: the arrays as tensors, memory-mapped.
     let path = dir.join(format!("{stem}.safetensors"));
-    let (written, write_s) = timed(|| safetensors_file::write(&path, arrays));
+    let (written, write_s) = timed(|| -> Result<()> {
+        let views = arrays.iter().map(|(name, descr, shape, bytes)| {
+            let dtype = match *descr {
+                "|u1" => Dtype::U8,
+                "<i4" => Dtype::I32,
+                _ => Dtype::I64,
+            };
+            Ok((*name, TensorView::new(dtype, shape.clone(), bytes)?))
+        });
+        safetensors::serialize_to_file(views.collect::<Result<Vec<_>>>()?, None, &path)?;
+        Ok(std::fs::File::open(&path)?.sync_all()?)
+    });
     written?;
-    let mut tensors = safetensors_file::open(&path)?;
-    let data = tensors.remove(stem).ok_or(format!("no tensor {stem}"))?;
+    let map = disk::map(&path)?;
+    let (header, metadata) = SafeTensors::read_metadata(&map)?;
+    let tensor = |name: &str| {
+        let (a, b) = metadata.info(name)?.data_offsets;
+        let map = Arc::clone(&map);
+        Some(Region {
+            map,
+            range: 8 + header + a..8 + header + b,
+        })
+    };
+    let data = tensor(stem).ok_or("no tensor")?;
     peers.push(Peer {
         name: named(
             source,
@@ -173,24 +167,8 @@ fn with_peers(
         ),
         write_s,
         on_disk: allocated_bytes(&path)?,
-        system: mapped(source, data, tensors.remove("offsets"))?,
+        system: Box::new(Mapped::new(source, data, tensor("offsets"))?),
     });
-    Ok(())
-}
-
-#[cfg(not(feature = "peers"))]
-fn with_peers(
-    _: &Source,
-    _: &[Array<'_>],
-    _: &Path,
-    _: &mut Vec<Peer>,
-    notes: &mut Vec<String>,
-) -> Result<()> {
-    notes.push(
-        "Arrow IPC and safetensors skipped: built without the `peers` feature of zrecord-benches \
-         (add `--features peers`)."
-            .into(),
-    );
     Ok(())
 }
 
@@ -215,15 +193,5 @@ fn hdf5(source: &Source, dir: &Path, peers: &mut Vec<Peer>, notes: &mut Vec<Stri
         on_disk: allocated_bytes(&path)?,
         system: Box::new(system),
     });
-    Ok(())
-}
-
-#[cfg(not(feature = "hdf5"))]
-fn hdf5(_: &Source, _: &Path, _: &mut Vec<Peer>, notes: &mut Vec<String>) -> Result<()> {
-    notes.push(
-        "HDF5 skipped: built without the `hdf5` feature of zrecord-benches (it needs the system \
-         libhdf5, e.g. Debian's libhdf5-dev; then add `--features hdf5`)."
-            .into(),
-    );
     Ok(())
 }

@@ -53,9 +53,6 @@ impl Report {
     }
 
     /// Writes the report as pretty JSON.
-    ///
-    /// # Errors
-    /// When the file cannot be written.
     pub fn write_json(&self, path: &Path) -> std::io::Result<()> {
         let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
         std::fs::write(path, text + "\n")
@@ -157,6 +154,20 @@ pub fn fmt_num(v: f64) -> String {
     } else {
         format!("{v:.2}")
     }
+}
+
+/// `text`, in bold when `bold`.
+pub fn bold(text: &str, bold: bool) -> String {
+    if bold {
+        format!("**{text}**")
+    } else {
+        text.to_string()
+    }
+}
+
+/// A verdict: `yes`, or a bold `no`.
+pub fn yes_no(yes: bool) -> String {
+    bold(if yes { "yes" } else { "no" }, !yes)
 }
 
 /// A ratio as `0.93×` (`—` when not finite).

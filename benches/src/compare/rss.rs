@@ -8,20 +8,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// Memory figures of this process, KiB.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Status {
-    /// Resident set now.
-    pub vm_rss: u64,
-    /// Peak resident set since the process started.
-    pub vm_hwm: u64,
-    /// Anonymous resident memory now.
-    pub rss_anon: u64,
-    /// File-backed resident memory now (mapped files).
-    pub rss_file: u64,
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Status {
+    pub(crate) vm_rss: u64,
+    pub(crate) vm_hwm: u64,
+    pub(crate) rss_anon: u64,
+    pub(crate) rss_file: u64,
 }
 
 /// Parses the text of `/proc/<pid>/status`.
-pub fn parse(text: &str) -> Status {
+pub(crate) fn parse(text: &str) -> Status {
     let mut s = Status::default();
     for line in text.lines() {
         let Some((key, rest)) = line.split_once(':') else {
@@ -41,7 +37,7 @@ pub fn parse(text: &str) -> Status {
 }
 
 /// This process's figures now (zeros where `/proc` is missing).
-pub fn status() -> Status {
+pub(crate) fn status() -> Status {
     std::fs::read_to_string("/proc/self/status")
         .map(|t| parse(&t))
         .unwrap_or_default()
@@ -49,7 +45,7 @@ pub fn status() -> Status {
 
 /// Runs `f` while a thread samples [`status`] every `every`; returns its
 /// value and the peaks of anonymous and file-backed memory, KiB.
-pub fn peaks<T>(every: Duration, f: impl FnOnce() -> T) -> (T, (u64, u64)) {
+pub(crate) fn peaks<T>(every: Duration, f: impl FnOnce() -> T) -> (T, (u64, u64)) {
     let stop = AtomicBool::new(false);
     let max =
         |(anon, file): (u64, u64), now: Status| (anon.max(now.rss_anon), file.max(now.rss_file));
@@ -70,19 +66,17 @@ pub fn peaks<T>(every: Duration, f: impl FnOnce() -> T) -> (T, (u64, u64)) {
 }
 
 /// The files under a folder mapped by this process (from `/proc/self/smaps`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FileMap {
-    /// The mapped file.
-    pub path: String,
-    /// Resident KiB of its mappings.
-    pub rss_kib: u64,
-    /// KiB of it mapped with 2 MiB page-table entries (huge pages).
-    pub pmd_kib: u64,
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FileMap {
+    pub(crate) path: String,
+    pub(crate) rss_kib: u64,
+    /// Of `rss_kib`, mapped with 2 MiB page-table entries (huge pages).
+    pub(crate) pmd_kib: u64,
 }
 
 /// Every file under `dir` mapped in the text of `/proc/self/smaps`, in the
 /// order of its first mapping, with its resident and huge-page mapped sizes.
-pub fn parse_file_maps(smaps: &str, dir: &str) -> Vec<FileMap> {
+pub(crate) fn parse_file_maps(smaps: &str, dir: &str) -> Vec<FileMap> {
     let mut maps: Vec<FileMap> = Vec::new();
     let mut current: Option<usize> = None;
     for line in smaps.lines() {
@@ -116,7 +110,7 @@ pub fn parse_file_maps(smaps: &str, dir: &str) -> Vec<FileMap> {
 }
 
 /// [`parse_file_maps`] of this process for files under `dir`.
-pub fn file_maps(dir: &std::path::Path) -> Vec<FileMap> {
+pub(crate) fn file_maps(dir: &std::path::Path) -> Vec<FileMap> {
     let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap_or_default();
     parse_file_maps(&smaps, &dir.to_string_lossy())
 }
@@ -130,27 +124,14 @@ mod tests {
         let s = parse(
             "Name:\tx\nVmHWM:\t  2048 kB\nVmRSS:\t1024 kB\nRssAnon:\t 600 kB\nRssFile:\t400 kB\n",
         );
-        let (vm_rss, vm_hwm, rss_anon, rss_file) = (1024, 2048, 600, 400);
-        assert_eq!(
-            s,
-            Status {
-                vm_rss,
-                vm_hwm,
-                rss_anon,
-                rss_file
-            }
-        );
+        let figures = (s.vm_rss, s.vm_hwm, s.rss_anon, s.rss_file);
+        assert_eq!(figures, (1024, 2048, 600, 400));
         let text = "7f00-7f10 r--s 00000000 fd:00 12 /tmp/x/a.npy\nRss:  400 kB\nFilePmdMapped: 2048 kB\n\
                     7f20-7f30 r--p 00000000 fd:00 13 /usr/lib/libc.so\nRss: 9 kB\n\
                     7f40-7f50 r--s 00000000 fd:00 12 /tmp/x/a.npy\nRss:  100 kB\n";
-        let path = "/tmp/x/a.npy".into();
-        let (rss_kib, pmd_kib) = (500, 2048);
-        let want = FileMap {
-            path,
-            rss_kib,
-            pmd_kib,
-        };
-        assert_eq!(parse_file_maps(text, "/tmp/x"), vec![want]);
+        let maps = parse_file_maps(text, "/tmp/x");
+        let map = maps.iter().map(|m| (m.path.as_str(), m.rss_kib, m.pmd_kib));
+        assert_eq!(map.collect::<Vec<_>>(), [("/tmp/x/a.npy", 500, 2048)]);
     }
 
     #[test]

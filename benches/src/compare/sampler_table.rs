@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use zsampler::{Mode, Sampler};
 
 use super::measure::median;
-use super::report::{Report, Table, fmt_ratio, fmt_seconds};
+use super::report::{Report, Table, bold, fmt_ratio, fmt_seconds, yes_no};
 use crate::sampler_baselines::{fisher_yates_epoch, iid_random_range, small_rng};
 
 /// Index space.
@@ -144,24 +144,17 @@ pub fn run(quick: bool, report: &mut Report) -> Table {
             report.push('d', name, "vs_baseline", vs, "x");
             report.push('d', name, "median_iteration_ms", median(secs) * 1e3, "ms");
             let (goal, met) = match target {
-                Some(t) => (
-                    format!("≥ {t} G/s"),
-                    if rate >= *t { "yes" } else { "**no**" },
-                ),
-                None => (String::new(), ""),
+                Some(t) => (format!("≥ {t} G/s"), yes_no(rate >= *t)),
+                None => (String::new(), String::new()),
             };
             table.row(vec![
                 group.to_string(),
-                if name.starts_with("zsampler") {
-                    format!("**{name}**")
-                } else {
-                    name.to_string()
-                },
+                bold(name, name.starts_with("zsampler")),
                 fmt_seconds(median(secs)),
                 format!("{rate:.3}"),
                 fmt_ratio(vs),
                 goal,
-                met.to_string(),
+                met,
             ]);
         }
     }

@@ -11,16 +11,16 @@ use zrecord::{Codec, DictTier, OpenOptions};
 
 use super::Result;
 use super::disk::allocated_bytes;
-use super::frames::{group_ranges, grouped_bytes};
+use super::frames::grouped_bytes;
 use super::measure::{self, Budget, Runner, Sampled, timed};
 use super::peers;
-use super::report::{MIB, Report, Table, fmt_bytes, fmt_num, fmt_ratio, fmt_seconds};
-use super::systems::{self, Frames, InMemory, Memcpy, Source, System, Zrecord};
+use super::report::{MIB, Report, Table, bold, fmt_bytes, fmt_num, fmt_ratio, fmt_seconds};
+use super::systems::{self, InMemory, Memcpy, Source, System, Zrecord};
 use crate::plans::{BATCH, plan};
 use crate::workloads::{DenseWorkload, RAGGED_PLAN_SEED, RAGGED_RECORDS, RaggedTokens};
 
 /// Records per group of the grouped-zstd ratio row (ArrayRecord's default).
-pub const GROUP: usize = 256;
+const GROUP: usize = 256;
 
 /// A workload of the store tables: (a) or (b) dense, (c) ragged.
 #[derive(Clone, Copy, Debug)]
@@ -43,21 +43,18 @@ impl Workload {
 
     /// The first `n` records, full-size data checked against DATA.md, and
     /// what was checked.
-    pub fn generate(&self, n: usize) -> Result<(Source, String)> {
+    pub(crate) fn generate(&self, n: usize) -> Result<(Source, String)> {
         Ok(match self {
             Workload::Dense(w) => {
-                let (data, verified) = w.generate_verified(n)?;
+                let data = w.generate(n);
+                let checked = w.verify(&data)?.describe("SHA-256 matches");
                 let (data, shape) = (Arc::new(data), w.shape);
-                (
-                    Source::Dense { data, shape },
-                    verified.describe("SHA-256 matches"),
-                )
+                (Source::Dense { data, shape }, checked)
             }
             Workload::Ragged => {
                 let data = RaggedTokens::generate(n);
-                let checked = data
-                    .verify()?
-                    .describe("SHA-256 of lengths and tokens match");
+                let checked = data.verify()?;
+                let checked = checked.describe("SHA-256 of lengths and tokens match");
                 (Source::Ragged(Arc::new(data)), checked)
             }
         })
@@ -87,10 +84,6 @@ type Entry = (Meta, Option<Box<dyn System>>);
 
 /// Builds, checks and times every system of `workload`, with zstd_dict
 /// stores for each of `tiers`; returns its table.
-///
-/// # Errors
-/// A checksum mismatch, an I/O, zrecord or peer error, or a system whose
-/// batches differ from the source.
 pub fn run(
     workload: Workload,
     tiers: &[DictTier],
@@ -121,26 +114,28 @@ pub fn run(
         ),
     ];
 
-    // zrecord stores, and the frames they hold decoded from memory (their limits).
-    let (raw, raw_s) = timed(|| Zrecord::write(&path("zr-raw"), &source, Codec::Raw));
-    let raw = raw?;
-    eprintln!("  zrecord raw written in {raw_s:.1} s");
-    let (zstd, zstd_s) = timed(|| Zrecord::write(&path("zr-zstd"), &source, Codec::Zstd));
-    eprintln!("  zrecord zstd written in {zstd_s:.1} s");
-    let mut compressed = vec![(zstd?, zstd_s, Codec::Zstd, "zstd".to_string())];
+    // zrecord stores, each compressed one held to its frames decoded from memory.
+    let write = |dir_name: &str, codec: &Codec| {
+        let (store, s) = timed(|| Zrecord::write(&path(dir_name), &source, codec.clone()));
+        eprintln!("  {dir_name} written in {s:.1} s");
+        store.map(|store| (store, s))
+    };
+    let (raw, raw_s) = write("zr-raw", &Codec::Raw)?;
+    let mut compressed = vec![(
+        "zstd".to_string(),
+        Codec::Zstd,
+        write("zr-zstd", &Codec::Zstd)?,
+    )];
     for &tier in tiers {
         let (dict, train_s) = timed(|| raw.train_dict(tier));
-        let dict = dict?;
-        let codec = Codec::ZstdDict(dict.clone());
-        let dir_name = format!("zr-dict-{}", tier.name());
-        let (store, s) = timed(|| Zrecord::write(&path(&dir_name), &source, codec.clone()));
-        let label = format!("zstd_dict {}", tier.name());
-        eprintln!("  zrecord {label} trained in {train_s:.1} s, written in {s:.1} s");
+        let (dict, label) = (dict?, format!("zstd_dict {}", tier.name()));
         notes.push(format!(
             "{label}: a {} KiB dictionary trained in {train_s:.1} s (not in write MiB/s).",
             dict.len() / 1024
         ));
-        compressed.push((store?, s, codec, label));
+        let codec = Codec::ZstdDict(dict);
+        let store = write(&format!("zr-dict-{}", tier.name()), &codec)?;
+        compressed.push((label, codec, store));
     }
     // The raw store read-only from here on: a writable handle's exclusive
     // lock would refuse the checked read-only handle below.
@@ -151,21 +146,17 @@ pub fn run(
         Zrecord::open(&raw_path, &source, options.verify_on_read(verify))
     };
     let mut stores = vec![("zrecord raw".to_string(), raw_s, read_only(false)?, 0)];
-    for (store, s, codec, label) in compressed {
-        let frames = Frames::new(store.frames(&codec)?, &source);
-        let stored = Stored::Memory(frames.set.compressed_bytes());
+    for (label, codec, (store, s)) in compressed {
+        let frames = store.frames(&codec, &source)?;
+        let stored = Stored::Memory(frames.compressed_bytes());
         let meta = Meta::limit(&format!("{label} frames in memory (limit)"), stored, true);
         stores.push((format!("zrecord {label}"), s, store, entries.len()));
         entries.push((meta, Some(Box::new(frames))));
     }
     // The raw store again with every record's CRC-32C checked on gather: the
     // price of read checks, side by side with the row above.
-    stores.push((
-        "zrecord raw, verify_on_read".into(),
-        raw_s,
-        read_only(true)?,
-        0,
-    ));
+    let verifying = read_only(true)?;
+    stores.push(("zrecord raw, verify_on_read".into(), raw_s, verifying, 0));
     for (name, s, store, limit) in stores {
         let on_disk = allocated_bytes(store.path())?;
         let meta = Meta::store(&name, Role::Zrecord, s, on_disk, limit);
@@ -175,7 +166,7 @@ pub fn run(
         let meta = Meta::store(peer.name, Role::Peer, peer.write_s, peer.on_disk, 0);
         entries.push((meta, Some(peer.system)));
     }
-    let grouped = grouped_bytes(source.bytes(), &group_ranges(&source.starts(), GROUP));
+    let grouped = grouped_bytes(&source, GROUP);
     let name = format!("grouped zstd ({GROUP} records/frame, level 3; ratio only)");
     entries.push((Meta::limit(&name, Stored::Memory(grouped), false), None));
 
@@ -223,7 +214,7 @@ fn huge_page_note(dir: &Path) -> String {
 
 /// What a row is: bold for zrecord; the best peer is picked among peers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
+enum Role {
     /// A physical limit, or a ratio reference.
     Reference,
     /// A zrecord store.
@@ -234,7 +225,7 @@ pub enum Role {
 
 /// Where a system's bytes are, and how many.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stored {
+enum Stored {
     /// Not counted (the source itself).
     Nothing,
     /// Allocated on disk (`st_blocks × 512`).
@@ -245,25 +236,25 @@ pub enum Stored {
 
 /// One row of a store table.
 #[derive(Clone, Debug)]
-pub struct Meta {
+struct Meta {
     /// Name for the table.
-    pub name: String,
+    name: String,
     /// What it is.
-    pub role: Role,
+    role: Role,
     /// Seconds to write the whole workload durably, if it writes.
-    pub write_s: Option<f64>,
+    write_s: Option<f64>,
     /// Its bytes.
-    pub stored: Stored,
+    stored: Stored,
     /// The row (index) whose gather is this row's limit.
-    pub limit: Option<usize>,
+    limit: Option<usize>,
     /// Whether its batches are compared with the source before timing
     /// (memcpy is not a gather).
-    pub checked: bool,
+    checked: bool,
 }
 
 impl Meta {
     /// A limit or reference row.
-    pub fn limit(name: &str, stored: Stored, checked: bool) -> Meta {
+    fn limit(name: &str, stored: Stored, checked: bool) -> Meta {
         Meta {
             name: name.into(),
             role: Role::Reference,
@@ -275,7 +266,7 @@ impl Meta {
     }
 
     /// A store row: written in `write_s`, `on_disk` bytes, held to `limit`.
-    pub fn store(name: &str, role: Role, write_s: f64, on_disk: u64, limit: usize) -> Meta {
+    fn store(name: &str, role: Role, write_s: f64, on_disk: u64, limit: usize) -> Meta {
         Meta {
             write_s: Some(write_s),
             stored: Stored::Disk(on_disk),
@@ -287,7 +278,7 @@ impl Meta {
 }
 
 /// Records of workload `letter` for a run (full size, or a quick prefix).
-pub fn records(letter: char, full: usize, quick: bool) -> usize {
+pub(crate) fn records(letter: char, full: usize, quick: bool) -> usize {
     match (quick, letter) {
         (false, _) => full,
         (true, 'a') => 48.min(full),
@@ -298,7 +289,7 @@ pub fn records(letter: char, full: usize, quick: bool) -> usize {
 
 /// The index plan of a run: DATA.md's `plan(seed, nb, 256, N)`, with
 /// enough batches to visit every record about four times (8 to 256).
-pub fn run_plan(seed: u64, records: usize, quick: bool) -> Vec<Vec<u64>> {
+fn run_plan(seed: u64, records: usize, quick: bool) -> Vec<Vec<u64>> {
     let nb = if quick {
         8
     } else {
@@ -308,7 +299,7 @@ pub fn run_plan(seed: u64, records: usize, quick: bool) -> Vec<Vec<u64>> {
 }
 
 /// Timing budget of one store table.
-pub fn budget(quick: bool) -> Budget {
+fn budget(quick: bool) -> Budget {
     let (total, min_rounds, min_sample) = if quick { (200, 3, 1) } else { (20_000, 7, 3) };
     Budget {
         total: Duration::from_millis(total),
@@ -424,12 +415,8 @@ fn measure_and_report(
             let major = sample.as_ref().map_or(0, |s| s.faults.1);
             faulting.push(format!("{} {faults:.0} (major {major})", meta.name));
         }
-        let name = match meta.role {
-            Role::Zrecord => format!("**{}**", meta.name),
-            _ => meta.name.clone(),
-        };
         table.row(vec![
-            name,
+            bold(&meta.name, meta.role == Role::Zrecord),
             fmt_num(write),
             fmt_num(mib_s),
             fmt_num(krec),

@@ -1,7 +1,7 @@
 //! The closing table: the targets set for the store, the sampler and the
 //! loader, each with the figure this run measured, reached or not.
 
-use super::report::{Report, Table};
+use super::report::{Report, Table, yes_no};
 
 /// Targets read from the report's rows: `metric` of `system` in workload
 /// `letter` must reach `goal`; what it is, the goal in words, the unit.
@@ -23,8 +23,7 @@ const ROW_TARGETS: [(char, &str, &str, f64, &str, &str, &str); 6] = [
 
 /// A row of the targets table.
 pub fn target(what: String, goal: &str, measured: String, reached: bool) -> Vec<String> {
-    let reached = if reached { "yes" } else { "**no**" };
-    vec![what, goal.into(), measured, reached.into()]
+    vec![what, goal.into(), measured, yes_no(reached)]
 }
 
 /// The targets table from the rows of `report`, then the `loader`'s rows.

@@ -6,21 +6,20 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
+use rayon::prelude::*;
 use zrecord::{Codec, DenseStore, DictTier, Dictionary, OpenOptions, RaggedBatch, RaggedStore};
 
 use super::copy;
 use super::disk::Region;
-use super::frames::FrameSet;
+use super::frames::Frames;
 use crate::workloads::RaggedTokens;
 
 /// The records every system is built from and checked against.
 #[derive(Clone)]
-pub enum Source {
+pub(crate) enum Source {
     /// `u8` records of item shape `shape`, end to end.
     Dense {
-        /// The records.
         data: Arc<Vec<u8>>,
-        /// The item shape (rows, columns).
         shape: [usize; 2],
     },
     /// `i32` token sequences.
@@ -28,21 +27,15 @@ pub enum Source {
 }
 
 impl Source {
-    /// Number of records.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             Source::Dense { data, shape } => data.len() / (shape[0] * shape[1]).max(1),
             Source::Ragged(d) => d.len(),
         }
     }
 
-    /// Whether there are no records.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// All records' bytes end to end.
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         match self {
             Source::Dense { data, .. } => data,
             Source::Ragged(d) => bytemuck::cast_slice(&d.tokens),
@@ -50,7 +43,7 @@ impl Source {
     }
 
     /// Where each record lies in [`bytes`](Self::bytes).
-    pub fn cuts(&self) -> Cuts<'_> {
+    pub(crate) fn cuts(&self) -> Cuts<'_> {
         match self {
             Source::Dense { shape, .. } => Cuts::Width(shape[0] * shape[1]),
             Source::Ragged(d) => Cuts::Offsets(&d.offsets, 4),
@@ -58,15 +51,14 @@ impl Source {
     }
 
     /// Where record `i` lies in [`bytes`](Self::bytes).
-    pub fn range(&self, i: u64) -> Range<usize> {
+    pub(crate) fn range(&self, i: u64) -> Range<usize> {
         self.cuts().range(i)
     }
 
-    /// Where every record starts in [`bytes`](Self::bytes), plus the end.
-    pub fn starts(&self) -> Vec<usize> {
+    /// Every record's bytes, in order.
+    pub(crate) fn records(&self) -> Vec<&[u8]> {
         (0..self.len() as u64)
-            .map(|i| self.range(i).start)
-            .chain([self.bytes().len()])
+            .map(|i| &self.bytes()[self.range(i)])
             .collect()
     }
 }
@@ -74,12 +66,13 @@ impl Source {
 /// Where each record of a buffer lies: a width, or element offsets (from
 /// 0, one past the last record) and the element size in bytes.
 #[derive(Clone, Copy, Debug)]
-pub enum Cuts<'a> {
+pub(crate) enum Cuts<'a> {
     /// Records of this many bytes.
     Width(usize),
     /// `usize` offsets.
     Offsets(&'a [usize], usize),
     /// Arrow's `i32` offsets of 4-byte elements.
+    #[cfg_attr(not(feature = "peers"), allow(dead_code))]
     I32(&'a [i32]),
     /// `i64` offsets of 4-byte elements (the peers' files).
     I64(&'a [i64]),
@@ -87,7 +80,7 @@ pub enum Cuts<'a> {
 
 impl Cuts<'_> {
     /// Where record `k` lies, if the offsets reach it.
-    pub fn get(&self, k: usize) -> Option<Range<usize>> {
+    pub(crate) fn get(&self, k: usize) -> Option<Range<usize>> {
         let (start, end, size) = match *self {
             Cuts::Width(w) => (k, k + 1, w),
             Cuts::Offsets(o, size) => (*o.get(k)?, *o.get(k + 1)?, size),
@@ -98,27 +91,21 @@ impl Cuts<'_> {
     }
 
     /// Where record `i` lies.
-    ///
-    /// # Panics
-    /// If the offsets do not reach it.
     #[inline]
-    pub fn range(&self, i: u64) -> Range<usize> {
+    pub(crate) fn range(&self, i: u64) -> Range<usize> {
         self.get(i as usize).expect("a record inside the offsets")
     }
 }
 
 /// A batch as a system hands it back: the records end to end.
 #[derive(Clone, Copy, Debug)]
-pub struct Packed<'a> {
-    /// The records' bytes.
-    pub bytes: &'a [u8],
-    /// Where each record lies in them.
-    pub cuts: Cuts<'a>,
+pub(crate) struct Packed<'a> {
+    pub(crate) bytes: &'a [u8],
+    pub(crate) cuts: Cuts<'a>,
 }
 
 impl Packed<'_> {
-    /// Number of records.
-    pub fn records(&self) -> usize {
+    pub(crate) fn records(&self) -> usize {
         match self.cuts {
             Cuts::Width(w) => self.bytes.len().checked_div(w).unwrap_or(0),
             Cuts::Offsets(o, _) => o.len().saturating_sub(1),
@@ -129,7 +116,7 @@ impl Packed<'_> {
 }
 
 /// A way to gather records.
-pub trait System {
+pub(crate) trait System {
     /// Gathers `indices` (any order, repeats allowed) into this system's
     /// reusable output and returns it; panics on any error (benchmarks
     /// gather only valid indices).
@@ -137,10 +124,7 @@ pub trait System {
 }
 
 /// Gathers `batch` from `system` and compares every record with `source`.
-///
-/// # Errors
-/// A description of the first difference.
-pub fn check(
+pub(crate) fn check(
     name: &str,
     system: &mut dyn System,
     source: &Source,
@@ -168,14 +152,15 @@ pub fn check(
 /// A system's reusable output: the records' bytes and, for ragged records,
 /// where each starts.
 #[derive(Default)]
-pub struct Out {
+pub(crate) struct Out {
     bytes: Vec<u8>,
     offsets: Vec<usize>,
 }
 
 impl Out {
-    /// Records `indices` of `width` bytes, written by `fill` ([`copy::fill_fixed`]).
-    pub fn fixed(
+    /// Records `indices` of `width` bytes end to end, `fill(dst, i)` writing
+    /// record `i`; across rayon's pool when `parallel`.
+    pub(crate) fn fixed(
         &mut self,
         width: usize,
         indices: &[u64],
@@ -183,23 +168,55 @@ impl Out {
         fill: impl Fn(&mut [u8], u64) + Sync,
     ) -> Packed<'_> {
         self.bytes.resize(indices.len() * width, 0);
-        copy::fill_fixed(&mut self.bytes, width, indices, parallel, fill);
+        if parallel {
+            self.bytes
+                .par_chunks_mut(width)
+                .zip(indices.par_iter())
+                .with_min_len(copy::min_len(indices.len()))
+                .for_each(|(dst, &i)| fill(dst, i));
+        } else {
+            let chunks = self.bytes.chunks_mut(width).zip(indices);
+            chunks.for_each(|(dst, &i)| fill(dst, i));
+        }
         Packed {
             bytes: &self.bytes,
             cuts: Cuts::Width(width),
         }
     }
 
-    /// Records `indices` of `len(i)` bytes, written by `fill` ([`copy::fill_packed`]).
-    pub fn packed(
+    /// Records `indices` end to end, record `i` being `len(i)` bytes that
+    /// `fill(dst, i)` writes; across rayon's pool when `parallel(bytes)`.
+    pub(crate) fn packed(
         &mut self,
         indices: &[u64],
         len: impl Fn(u64) -> usize,
         parallel: impl FnOnce(usize) -> bool,
         fill: impl Fn(&mut [u8], u64) + Sync,
     ) -> Packed<'_> {
-        let (bytes, offsets) = (&mut self.bytes, &mut self.offsets);
-        copy::fill_packed(indices, len, bytes, offsets, parallel, fill);
+        let (o, mut total) = (&mut self.offsets, 0);
+        o.clear();
+        o.push(0);
+        for &i in indices {
+            total += len(i);
+            o.push(total);
+        }
+        self.bytes.resize(total, 0);
+        if parallel(total) {
+            let mut jobs: Vec<(&mut [u8], u64)> = Vec::with_capacity(indices.len());
+            let mut rest = &mut self.bytes[..];
+            for (k, &i) in indices.iter().enumerate() {
+                let (dst, tail) = rest.split_at_mut(o[k + 1] - o[k]);
+                jobs.push((dst, i));
+                rest = tail;
+            }
+            jobs.par_iter_mut()
+                .with_min_len(copy::min_len(indices.len()))
+                .for_each(|(dst, i)| fill(dst, *i));
+        } else {
+            for (k, &i) in indices.iter().enumerate() {
+                fill(&mut self.bytes[o[k]..o[k + 1]], i);
+            }
+        }
         Packed {
             bytes: &self.bytes,
             cuts: Cuts::Offsets(&self.offsets, 1),
@@ -207,7 +224,7 @@ impl Out {
     }
 
     /// Copies records `indices` out of `src`, cut by `cuts`, with zrecord's threads.
-    pub fn copy(&mut self, src: &[u8], cuts: Cuts<'_>, indices: &[u64]) -> Packed<'_> {
+    pub(crate) fn copy(&mut self, src: &[u8], cuts: Cuts<'_>, indices: &[u64]) -> Packed<'_> {
         let n = indices.len();
         match cuts {
             Cuts::Width(w) => self.fixed(w, indices, copy::parallel(n * w, n), |dst, i| {
@@ -224,11 +241,10 @@ impl Out {
 }
 
 /// The source itself, copied with zrecord's threads (the limit).
-pub struct InMemory(Source, Out);
+pub(crate) struct InMemory(Source, Out);
 
 impl InMemory {
-    /// Gathers from `source`.
-    pub fn new(source: &Source) -> Self {
+    pub(crate) fn new(source: &Source) -> Self {
         InMemory(source.clone(), Out::default())
     }
 }
@@ -242,11 +258,10 @@ impl System for InMemory {
 /// One contiguous copy of as many bytes as the batch holds, from where its
 /// first record starts (memcpy bandwidth, same threads): not a gather, so
 /// never compared with the source.
-pub struct Memcpy(Source, Vec<u8>);
+pub(crate) struct Memcpy(Source, Vec<u8>);
 
 impl Memcpy {
-    /// Copies from `source`.
-    pub fn new(source: &Source) -> Self {
+    pub(crate) fn new(source: &Source) -> Self {
         Memcpy(source.clone(), Vec::new())
     }
 }
@@ -259,11 +274,8 @@ impl System for Memcpy {
             cuts => indices.iter().map(|&i| cuts.range(i).len()).sum(),
         };
         out.resize(total, 0);
-        copy::memcpy_wrapping(
-            s.bytes(),
-            s.range(indices.first().copied().unwrap_or(0)).start,
-            out,
-        );
+        let start = s.range(indices.first().copied().unwrap_or(0)).start;
+        copy::memcpy_wrapping(s.bytes(), start, out);
         Packed {
             bytes: out,
             cuts: Cuts::Width(total),
@@ -271,52 +283,17 @@ impl System for Memcpy {
     }
 }
 
-/// A store's zstd frames in memory, decoded on all cores (the limit of a
-/// compressed gather).
-pub struct Frames {
-    /// The frames.
-    pub set: FrameSet,
-    source: Source,
-    out: Out,
-}
-
-impl Frames {
-    /// Decodes `set`, whose records are `source`'s.
-    pub fn new(set: FrameSet, source: &Source) -> Self {
-        let (source, out) = (source.clone(), Out::default());
-        Frames { set, source, out }
-    }
-}
-
-impl System for Frames {
-    fn gather(&mut self, indices: &[u64]) -> Packed<'_> {
-        let set = &self.set;
-        let decode = |dst: &mut [u8], i| set.decode(i, dst);
-        match self.source.cuts() {
-            Cuts::Width(w) => self.out.fixed(w, indices, true, decode),
-            cuts => self
-                .out
-                .packed(indices, |i| cuts.range(i).len(), |_| true, decode),
-        }
-    }
-}
-
 /// A zrecord store: `DenseStore<u8>` or `RaggedStore<i32>`, with its
 /// reusable output.
-pub enum Zrecord {
-    /// Dense records.
+pub(crate) enum Zrecord {
     Dense(DenseStore<u8>, Vec<u8>),
-    /// Ragged records.
     Ragged(RaggedStore<i32>, RaggedBatch<i32>),
 }
 
 impl Zrecord {
     /// Creates a store of `source`'s records with `codec` at `path`, appends
     /// them in appends of about 64 MiB (dense) or 16 MiB (ragged), and syncs it.
-    ///
-    /// # Errors
-    /// Any zrecord error.
-    pub fn write(path: &Path, source: &Source, codec: Codec) -> zrecord::Result<Zrecord> {
+    pub(crate) fn write(path: &Path, source: &Source, codec: Codec) -> zrecord::Result<Zrecord> {
         Ok(match source {
             Source::Dense { data, shape } => {
                 let store = DenseStore::<u8>::create(path, shape, codec)?;
@@ -346,10 +323,11 @@ impl Zrecord {
     }
 
     /// Opens the store `write` made at `path` again with `options`.
-    ///
-    /// # Errors
-    /// Any zrecord error.
-    pub fn open(path: &Path, source: &Source, options: OpenOptions) -> zrecord::Result<Zrecord> {
+    pub(crate) fn open(
+        path: &Path,
+        source: &Source,
+        options: OpenOptions,
+    ) -> zrecord::Result<Zrecord> {
         Ok(match source {
             Source::Dense { .. } => Zrecord::Dense(DenseStore::open_with(path, options)?, vec![]),
             Source::Ragged(_) => {
@@ -359,8 +337,7 @@ impl Zrecord {
         })
     }
 
-    /// The store's folder.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         match self {
             Zrecord::Dense(store, _) => store.path(),
             Zrecord::Ragged(store, _) => store.path(),
@@ -368,28 +345,18 @@ impl Zrecord {
     }
 
     /// A dictionary trained on the store's records.
-    ///
-    /// # Errors
-    /// Any zrecord error.
-    pub fn train_dict(&self, tier: DictTier) -> zrecord::Result<Dictionary> {
+    pub(crate) fn train_dict(&self, tier: DictTier) -> zrecord::Result<Dictionary> {
         match self {
             Zrecord::Dense(store, _) => store.train_dict(tier),
             Zrecord::Ragged(store, _) => store.train_dict(tier),
         }
     }
 
-    /// The store's zstd frames in memory ([`FrameSet::from_store`]): one
+    /// The store's zstd frames in memory ([`Frames::from_store`]): one
     /// physical record per record dense, two ragged (payload, then shape).
-    ///
-    /// # Errors
-    /// As [`FrameSet::from_store`].
-    pub fn frames(&self, codec: &Codec) -> std::io::Result<FrameSet> {
-        let group = if matches!(self, Zrecord::Dense(..)) {
-            1
-        } else {
-            2
-        };
-        FrameSet::from_store(self.path(), codec, group)
+    pub(crate) fn frames(&self, codec: &Codec, source: &Source) -> std::io::Result<Frames> {
+        let group = 1 + u64::from(matches!(self, Zrecord::Ragged(..)));
+        Frames::from_store(self.path(), codec, group, source)
     }
 }
 
@@ -419,7 +386,7 @@ impl System for Zrecord {
 /// Arrays in memory-mapped files (`.npy`, safetensors), sliced per record
 /// with zrecord's threads: records of `width` bytes, or `i32` tokens cut by
 /// the file's own `i64` offsets.
-pub struct Mapped {
+pub(crate) struct Mapped {
     data: Region,
     offsets: Option<Region>,
     width: usize,
@@ -427,31 +394,29 @@ pub struct Mapped {
 }
 
 impl Mapped {
-    /// Fixed-size records of `width` bytes in `data`.
-    pub fn dense(data: Region, width: usize) -> Self {
-        let out = Out::default();
-        Mapped {
-            data,
-            offsets: None,
-            width,
-            out,
-        }
-    }
-
-    /// `i32` tokens in `data`, record `r` from token `offsets[r]` to
-    /// `offsets[r + 1]` (`i64`).
-    ///
-    /// # Errors
-    /// When the arrays cannot be read in place (misaligned or cut short).
-    pub fn ragged(data: Region, offsets: Region) -> Result<Self, String> {
-        bytemuck::try_cast_slice::<u8, i32>(data.bytes()).map_err(|e| format!("tokens: {e}"))?;
-        bytemuck::try_cast_slice::<u8, i64>(offsets.bytes())
-            .map_err(|e| format!("offsets: {e}"))?;
-        let (offsets, out) = (Some(offsets), Out::default());
+    /// `source`'s records in `data`: of its width, or `i32` tokens from
+    /// `offsets[r]` to `offsets[r + 1]` (`i64`), which ragged records need.
+    pub(crate) fn new(
+        source: &Source,
+        data: Region,
+        offsets: Option<Region>,
+    ) -> Result<Self, String> {
+        let width = match (source.cuts(), &offsets) {
+            (Cuts::Width(w), _) => w,
+            (_, Some(o)) => {
+                bytemuck::try_cast_slice::<u8, i32>(data.bytes())
+                    .map_err(|e| format!("tokens: {e}"))?;
+                bytemuck::try_cast_slice::<u8, i64>(o.bytes())
+                    .map_err(|e| format!("offsets: {e}"))?;
+                0
+            }
+            (_, None) => return Err("ragged records without offsets".into()),
+        };
+        let (offsets, out) = (offsets.filter(|_| width == 0), Out::default());
         Ok(Mapped {
             data,
             offsets,
-            width: 0,
+            width,
             out,
         })
     }
@@ -470,6 +435,7 @@ impl System for Mapped {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::frames::grouped_bytes;
     use crate::compare::peers;
     use crate::workloads::DENSE_B;
 
@@ -494,21 +460,26 @@ mod tests {
         ];
         for (source, other) in sources {
             let dir = tempfile::tempdir().unwrap();
-            let raw = Zrecord::write(&dir.path().join("raw"), &source, Codec::Raw).unwrap();
-            let zstd = Zrecord::write(&dir.path().join("zstd"), &source, Codec::Zstd).unwrap();
-            let set = zstd.frames(&Codec::Zstd).unwrap();
-            let mut systems: Vec<(&str, Box<dyn System>)> = vec![
-                ("in-memory", Box::new(InMemory::new(&source))),
-                ("frames", Box::new(Frames::new(set, &source))),
-                ("raw", Box::new(raw)),
-                ("zstd", Box::new(zstd)),
-            ];
+            let write = |name: &str, codec: &Codec| {
+                Zrecord::write(&dir.path().join(name), &source, codec.clone()).unwrap()
+            };
+            let raw = write("raw", &Codec::Raw);
+            let dict = Codec::ZstdDict(raw.train_dict(DictTier::Fast).unwrap());
+            let mut systems: Vec<(&str, Box<dyn System>)> =
+                vec![("in-memory", Box::new(InMemory::new(&source)))];
+            for (name, codec) in [("zstd", Codec::Zstd), ("dict", dict)] {
+                let store = write(name, &codec);
+                systems.push(("frames", Box::new(store.frames(&codec, &source).unwrap())));
+                systems.push((name, Box::new(store)));
+            }
+            systems.push(("raw", Box::new(raw)));
+            assert!(grouped_bytes(&source, 7) > 0);
             let mut notes = Vec::new();
             for peer in peers::write_all(&source, dir.path(), &mut notes).unwrap() {
                 systems.push((peer.name, peer.system));
             }
             let peers = if cfg!(feature = "peers") { 3 } else { 1 };
-            assert_eq!(systems.len(), 4 + peers, "{notes:?}");
+            assert_eq!(systems.len(), 6 + peers, "{notes:?}");
             for (name, system) in &mut systems {
                 check(name, system.as_mut(), &source, &[299, 0, 17, 17]).unwrap();
                 check(name, system.as_mut(), &source, &[5]).unwrap();
