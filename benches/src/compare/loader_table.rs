@@ -65,10 +65,8 @@ pub fn run(quick: bool, report: &mut Report) -> Result<(Table, Vec<Vec<String>>)
             .build()?;
         let mut configs = Vec::new();
         for codec in codecs {
-            let name = match labels {
-                Some(_) => format!("({letter}) {}", codec.name()),
-                None => format!("({letter}) {}, padded", codec.name()),
-            };
+            let padded = if labels.is_some() { "" } else { ", padded" };
+            let name = format!("({letter}) {}{padded}", codec.name());
             let path = dir.path().join(format!("{letter}-{}", codec.name()));
             let mut store = Zrecord::write(&path, &source, codec.clone())?;
             // Check a few batches against the source before anything is timed.

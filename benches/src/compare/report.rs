@@ -94,27 +94,21 @@ impl Table {
 
     /// The table as markdown.
     pub fn to_markdown(&self) -> String {
-        let mut out = format!("### {}\n\n", self.title);
-        let names: Vec<&str> = self
-            .columns
-            .iter()
+        let columns = self.columns.iter();
+        let names: Vec<&str> = columns
+            .clone()
             .map(|c| c.strip_suffix('>').unwrap_or(c))
             .collect();
-        out += &format!("| {} |\n", names.join(" | "));
-        let rule: Vec<&str> = self
-            .columns
-            .iter()
+        let rule: Vec<&str> = columns
             .map(|c| if c.ends_with('>') { "---:" } else { "---" })
             .collect();
+        let mut out = format!("### {}\n\n| {} |\n", self.title, names.join(" | "));
         out += &format!("|{}|\n", rule.join("|"));
         for row in &self.rows {
             out += &format!("| {} |\n", row.join(" | "));
         }
         if !self.notes.is_empty() {
-            out += "\n";
-            for note in &self.notes {
-                out += &format!("{note}\n");
-            }
+            out += &format!("\n{}\n", self.notes.join("\n"));
         }
         out
     }
