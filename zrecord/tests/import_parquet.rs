@@ -381,8 +381,15 @@ fn columns_appended_side_by_side_keep_row_order() {
     // Several row groups and read batches, each column on its own thread.
     let rows = 30_000;
     written(&input, rows, None, None);
-    let out = tmp.path().join("out");
-    import(&input, &out, &[]);
+    for codec in ["raw", "zstd-dict"] {
+        let out = tmp.path().join(codec);
+        import(&input, &out, &["--codec", codec]);
+        same_rows(&out, rows);
+    }
+}
+
+/// The stores `written` makes, imported to `out`.
+fn same_rows(out: &Path, rows: usize) {
     let all: Vec<u64> = (0..rows as u64).collect();
     let a = DenseStore::<i32>::open(out.join("a")).unwrap();
     let b = DenseStore::<i64>::open(out.join("b")).unwrap();

@@ -156,28 +156,20 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
 
     if matches!(target.codec, CodecArg::ZstdDict) {
         for o in outputs {
-            finish(o, staged.path(), &target, quiet)?;
+            recode_with_dictionary(o, staged.path(), &target, quiet)?;
         }
     } else {
         // Flushed side by side: the disk takes the stores' files in one go
         // rather than one file's flush after another's.
         std::thread::scope(|s| {
-            let syncs: Vec<_> = outputs.iter().map(|o| s.spawn(|| sync(&o.store))).collect();
-            syncs.into_iter().try_for_each(|h| {
-                h.join()
-                    .unwrap_or_else(|_| bail!("a store's sync panicked"))
+            let syncs: Vec<_> = outputs.iter().map(|o| s.spawn(|| o.store.sync())).collect();
+            syncs.into_iter().try_for_each(|h| match h.join() {
+                Ok(synced) => Ok(synced?),
+                Err(_) => bail!("a store's sync panicked"),
             })
         })?;
     }
     staged.commit()
-}
-
-fn sync(store: &AnyStore) -> Result<()> {
-    match store {
-        AnyStore::Dense(s) => s.sync()?,
-        AnyStore::Ragged(s) => s.sync()?,
-    }
-    Ok(())
 }
 
 /// A row group of one of the files: what a reader thread decodes at a time.
@@ -272,10 +264,7 @@ fn import_rows(parts: &[Part], outputs: &[Output], flush: bool, bar: &ProgressBa
         let flusher = flush.then(|| {
             s.spawn(move || -> Result<()> {
                 while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(FLUSH_EVERY) {
-                    outputs.iter().try_for_each(|o| match &o.store {
-                        AnyStore::Dense(s) => s.flush_written(),
-                        AnyStore::Ragged(s) => s.flush_written(),
-                    })?;
+                    outputs.iter().try_for_each(|o| o.store.flush_written())?;
                 }
                 Ok(())
             })
@@ -410,13 +399,12 @@ fn append(o: &Output, array: &ArrayRef, row: u64) -> Result<()> {
 }
 
 /// Trains a dictionary on a column's raw store and recodes it into place.
-fn finish(o: Output, folder: &Path, target: &Target, quiet: bool) -> Result<()> {
+fn recode_with_dictionary(o: Output, folder: &Path, target: &Target, quiet: bool) -> Result<()> {
     let _raw = RemoveOnDrop(o.path.clone());
-    let dict = match &o.store {
-        AnyStore::Dense(s) => s.train_dict(target.tier.into()),
-        AnyStore::Ragged(s) => s.train_dict(target.tier.into()),
-    }
-    .with_context(|| format!("column {:?}: cannot train a dictionary", o.name))?;
+    let dict = o
+        .store
+        .train_dict(target.tier.into())
+        .with_context(|| format!("column {:?}: cannot train a dictionary", o.name))?;
     let out = crate::create_store(
         &folder.join(&o.name),
         &o.shape,
@@ -424,7 +412,7 @@ fn finish(o: Output, folder: &Path, target: &Target, quiet: bool) -> Result<()> 
         target.level,
     )?;
     transfer::copy(&o.store, &out, quiet)?;
-    sync(&out)
+    Ok(out.sync()?)
 }
 
 /// The input file, or the `.parquet` files under the input folder in sorted order.
