@@ -309,8 +309,8 @@ impl Encoded {
 }
 
 /// Appends `bytes` to `buf`, the sizes of scalars and of rank-0 and rank-1
-/// shape records as fixed-size copies: a call to `memcpy` per record was
-/// most of the cost of appending such small records.
+/// shape records as fixed-size copies: for records this small, a call to
+/// `memcpy` costs more than the copy itself.
 #[inline]
 fn extend_small(buf: &mut Vec<u8>, bytes: &[u8]) {
     fn fixed<const N: usize>(buf: &mut Vec<u8>, bytes: &[u8]) -> bool {
