@@ -5,6 +5,7 @@
 //! `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ENDPOINT_URL`,
 //! `AWS_ALLOW_HTTP`, `GOOGLE_SERVICE_ACCOUNT`, …) or `--option KEY=VALUE`.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -51,9 +52,12 @@ enum Command {
 fn main() -> ExitCode {
     match run() {
         Ok(report) => {
+            // The transfer is done: a reader that closed the pipe early
+            // (`| head -1`) is no reason to fail or panic now.
+            let mut out = std::io::stdout().lock();
             for (name, files, bytes) in &report.stores {
                 let name = if name.is_empty() { "store" } else { name };
-                println!("{name}: {files} files, {bytes} bytes");
+                let _ = writeln!(out, "{name}: {files} files, {bytes} bytes");
             }
             ExitCode::SUCCESS
         }
