@@ -154,7 +154,7 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
     import_rows(&parts, &outputs, !dict, &bar)?;
     bar.finish_and_clear();
 
-    if matches!(target.codec, CodecArg::ZstdDict) {
+    if dict {
         for o in outputs {
             recode_with_dictionary(o, staged.path(), &target, quiet)?;
         }
