@@ -18,6 +18,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::runs::{self, Page, RunIndex, RunShape};
 use crate::format::{Geometry, LOC_ENTRY_LEN, RecordLoc, chunk_file, loc_file};
 use crate::storage::{Access, Map, Storage, StorageFile, counted};
 use crate::{Error, Result};
@@ -67,16 +68,29 @@ pub(crate) struct FileTable {
     mapped: bool,
     pub(crate) chunks: Vec<Arc<Chunk>>,
     pub(crate) segments: Vec<Arc<StoreFile>>,
+    /// The sizes of a run of records, for a store whose records are all
+    /// stored alike (dense and raw); `None` keeps no run index.
+    run_shape: Option<RunShape>,
+    /// Each segment's run index (mapped storages with a run shape only).
+    runs: Vec<Arc<RunIndex>>,
 }
 
 impl FileTable {
-    pub(crate) fn new(storage: Arc<dyn Storage>, geometry: Geometry, mapped: bool) -> FileTable {
+    /// An empty table; `run_shape` as [`FileTable::run_shape`] describes.
+    pub(crate) fn new(
+        storage: Arc<dyn Storage>,
+        geometry: Geometry,
+        mapped: bool,
+        run_shape: Option<RunShape>,
+    ) -> FileTable {
         FileTable {
             storage,
             geometry,
             mapped,
             chunks: Vec::new(),
             segments: Vec::new(),
+            run_shape,
+            runs: Vec::new(),
         }
     }
 
@@ -110,7 +124,115 @@ impl FileTable {
         let file = StoreFile::new(file, capacity, self.mapped)?;
         self.mapped &= file.map.is_some();
         self.segments.push(Arc::new(file));
+        match self.run_shape {
+            Some(shape) if self.mapped => {
+                let index = RunIndex::new(self.geometry.segment_entries(), shape);
+                self.runs.push(Arc::new(index));
+            }
+            _ => self.runs.clear(),
+        }
         Ok(())
+    }
+
+    /// Drops the segments from `count` on (and their run indexes).
+    pub(crate) fn truncate_segments(&mut self, count: usize) {
+        self.segments.truncate(count);
+        self.runs.truncate(count);
+    }
+
+    /// The location of physical record `phys` computed from its page of
+    /// the run index, classifying the page on first use once all of it
+    /// lies below `committed_len` entries; `None` when the record is not in
+    /// a run (its entry must be loaded).
+    #[inline(always)]
+    pub(crate) fn run_loc(&self, phys: u64, committed_len: u64) -> Option<RecordLoc> {
+        let (index, at) = self.run_index_at(phys)?;
+        match index.page(at) {
+            Page::Run { chunk, offset } => Some(index.loc(chunk, offset, at)),
+            Page::Scattered => None,
+            Page::Unknown => match self.classify(index, phys, committed_len) {
+                Page::Run { chunk, offset } => Some(index.loc(chunk, offset, at)),
+                _ => None,
+            },
+        }
+    }
+
+    /// The stored bytes of physical record `phys` when its page of the run
+    /// index is a run (classified on first use, as [`run_loc`](Self::run_loc)
+    /// does): the fast path of a raw gather, one load from the index.
+    #[inline(always)]
+    pub(crate) fn run_record(&self, phys: u64, committed_len: u64) -> Option<&[u8]> {
+        let loc = self.run_loc(phys, committed_len)?;
+        let map = self.chunks.get(loc.chunk as usize)?.file.map.as_ref()?;
+        map.get(loc.offset as usize..loc.end() as usize)
+    }
+
+    /// Whether the run index knows physical record `phys` to be in a run
+    /// (it classifies nothing).
+    #[inline(always)]
+    pub(crate) fn in_run(&self, phys: u64) -> bool {
+        self.run_index_at(phys)
+            .is_some_and(|(index, at)| matches!(index.page(at), Page::Run { .. }))
+    }
+
+    /// The logical size of the records the run index describes, if the
+    /// table keeps one.
+    pub(crate) fn run_width(&self) -> Option<usize> {
+        match (self.runs.is_empty(), self.run_shape) {
+            (false, Some(shape)) => Some(shape.logic_len as usize),
+            _ => None,
+        }
+    }
+
+    /// Classifies the page of `index` holding physical record `phys` and
+    /// records it, once the page is wholly committed.
+    #[cold]
+    #[inline(never)]
+    fn classify(&self, index: &RunIndex, phys: u64, committed_len: u64) -> Page {
+        let at = phys & (self.geometry.segment_entries() - 1);
+        let page = index.page_entries(at);
+        let first = phys - at + page.start;
+        let end = first + (page.end - page.start);
+        if end > committed_len {
+            return Page::Unknown;
+        }
+        // An entry outside the maps reads as all zeros, which no run has.
+        let entries = (first..end).map(|phys| {
+            self.loc_bytes(phys)
+                .map_or(RecordLoc::default(), RecordLoc::decode)
+        });
+        let committed = |chunk: u32| {
+            let chunk = self.chunks.get(chunk as usize)?;
+            Some(chunk.committed.load(Ordering::Acquire))
+        };
+        let state = runs::classify(entries, index.shape(), committed);
+        index.set(at, state);
+        state
+    }
+
+    /// Forgets what the run index knows of the page of entry `phys`: its
+    /// entry was rewritten.
+    pub(crate) fn forget_run(&self, phys: u64) {
+        if let Some((index, at)) = self.run_index_at(phys) {
+            index.forget(at);
+        }
+    }
+
+    /// Forgets every page of the run index from entry `phys` on: the table
+    /// was cut there, and appends will write those entries anew.
+    pub(crate) fn forget_runs_from(&self, phys: u64) {
+        let bits = self.geometry.loc_segment_bits;
+        for (s, index) in self.runs.iter().enumerate().skip((phys >> bits) as usize) {
+            let from = phys.saturating_sub((s as u64) << bits);
+            index.forget_from(from.min(self.geometry.segment_entries()));
+        }
+    }
+
+    #[inline(always)]
+    fn run_index_at(&self, phys: u64) -> Option<(&RunIndex, u64)> {
+        let bits = self.geometry.loc_segment_bits;
+        let index = self.runs.get((phys >> bits) as usize)?;
+        Some((index, phys & (self.geometry.segment_entries() - 1)))
     }
 
     fn create(&self, name: &str) -> Result<Arc<dyn StorageFile>> {

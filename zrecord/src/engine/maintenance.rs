@@ -57,7 +57,9 @@ impl Engine {
             })?;
         segment
             .file
-            .write_at(&loc.encode(), (phys % entries) * LOC_ENTRY_LEN as u64)
+            .write_at(&loc.encode(), (phys % entries) * LOC_ENTRY_LEN as u64)?;
+        files.forget_run(phys);
+        Ok(())
     }
 
     /// Deletes the logical records `indices` (of the store before the call;
@@ -121,6 +123,7 @@ impl Engine {
         };
         self.write_meta(tail_chunk, tail_offset, live * group)?;
         self.len.store(live * group, Ordering::Release);
+        self.files().forget_runs_from(live * group);
         let first_segment = targets
             .last()
             .map(|&t| t * group / self.geometry.segment_entries());
@@ -255,7 +258,7 @@ impl Engine {
         let stale_chunks = files.chunks.len() as u64;
         files.chunks.truncate(fills.len());
         let stale_segments = files.segments.len() as u64;
-        files.segments.truncate(segments as usize);
+        files.truncate_segments(segments as usize);
         for c in fills.len() as u64..stale_chunks {
             storage.remove(&chunk_file(c))?;
         }

@@ -12,6 +12,7 @@ mod maintenance;
 mod open;
 mod prefetch;
 mod ragged_reads;
+mod runs;
 mod verify;
 
 use std::fs;

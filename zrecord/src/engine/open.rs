@@ -8,12 +8,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex, RwLock};
 
 use super::journal::{self, Found};
+use super::runs::RunShape;
 use super::{Engine, FileTable, Writer};
 use crate::codec::CodecRuntime;
 use crate::format::journal::{PendingDelete, PendingMove};
 use crate::format::{
     CodecTag, DICT_FILE, LOC_ENTRY_LEN, MAX_DICT_BYTES, MAX_STORE_FILE_BYTES, META_FILE, META_LEN,
-    MetaFlags, MetaHeader, STORE_FILE, StoreHeader, chunk_file, loc_file, numbered_file,
+    MetaFlags, MetaHeader, STORE_FILE, StoreHeader, checksum, chunk_file, loc_file, numbered_file,
 };
 use crate::storage::{self, Access, Disk, Io, Storage, StorageFile};
 use crate::{Codec, Dictionary, Error, OpenOptions, Result, StoreKind};
@@ -180,7 +181,8 @@ impl Engine {
 
         let data_bytes = data.chunks.iter().map(|(_, len)| len).sum();
         let mapped = storage.io(data_bytes) == Io::Mapped;
-        let mut files = FileTable::new(Arc::clone(&storage), m.geometry, mapped);
+        let run_shape = run_shape(&header, &codec);
+        let mut files = FileTable::new(Arc::clone(&storage), m.geometry, mapped, run_shape);
         for (file, _) in data.segments {
             files.push_segment(file)?;
         }
@@ -432,4 +434,23 @@ fn remove_uncommitted(storage: &dyn Storage, m: &MetaHeader, data: &DataFiles) -
         }
     }
     Ok(())
+}
+
+/// The sizes every record of a dense raw store is stored with: such a
+/// store keeps a run index (see `runs.rs`). Others store records of
+/// different sizes, and keep none.
+fn run_shape(header: &StoreHeader, codec: &CodecRuntime) -> Option<RunShape> {
+    if !codec.is_raw() {
+        return None;
+    }
+    let logic_len = u32::try_from(header.identity.record_width()?).ok()?;
+    let trailer = if header.features.checksums {
+        checksum::TRAILER_LEN as u32
+    } else {
+        0
+    };
+    Some(RunShape {
+        logic_len,
+        phys_len: logic_len.checked_add(trailer)?,
+    })
 }

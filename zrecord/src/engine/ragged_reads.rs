@@ -9,8 +9,8 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::Snapshot;
-use super::gather::min_len;
-use super::prefetch::{prefetch, prefetch_line};
+use super::gather::{FIND_AHEAD, PREFETCH_LIMIT, min_len};
+use super::prefetch::{BATCH_PREFETCH_BYTES, prefetch, prefetch_line};
 use crate::Result;
 use crate::format::RecordLoc;
 
@@ -49,12 +49,12 @@ impl Snapshot<'_> {
                 let loc = self.mapped_loc(index * 2)?;
                 self.check_entry(index, loc, raw)?;
                 let stored = self.stored_mapped(index, loc)?;
-                prefetch(stored);
+                prefetch(stored, BATCH_PREFETCH_BYTES);
                 let shape = self.mapped_loc(index * 2 + 1)?;
                 if self.shape_implied(shape).is_none()
                     && let Ok(Some(bytes)) = files.stored_mapped(shape)
                 {
-                    prefetch(bytes);
+                    prefetch(bytes, BATCH_PREFETCH_BYTES);
                 }
                 payloads.push(loc);
                 shapes.push(shape);
@@ -180,9 +180,16 @@ impl Snapshot<'_> {
         let bytes = jobs.iter().map(|j| j.2.len()).sum();
         if self.parallel(bytes, jobs.len()) {
             let min = min_len(jobs.len());
-            jobs.par_iter_mut().with_min_len(min).try_for_each(one)
-        } else {
-            jobs.iter_mut().try_for_each(one)
+            return jobs.par_iter_mut().with_min_len(min).try_for_each(one);
         }
+        // On one thread, the records `FIND_AHEAD` ahead are on their way
+        // while this one is copied or decoded.
+        for k in 0..jobs.len() {
+            if let Some((_, ahead, _)) = jobs.get(k + FIND_AHEAD) {
+                prefetch(ahead, PREFETCH_LIMIT);
+            }
+            one(&mut jobs[k])?;
+        }
+        Ok(())
     }
 }

@@ -12,7 +12,7 @@ const CHUNK: usize = LOGIC_LEN + 4;
 const _: () = assert!(CHUNK + 4 == LOC_ENTRY_LEN);
 
 /// Where one physical record lives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct RecordLoc {
     /// Byte offset in the chunk.
     pub(crate) offset: u32,
