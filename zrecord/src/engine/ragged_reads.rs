@@ -1,8 +1,8 @@
 //! A ragged batch's records found (and, without maps, read) together:
 //! payload and shape table entries, then both records of every index, so a
 //! batch costs two rounds of reads on a storage without maps rather than
-//! three reads per record. With maps, each record is found and checked once
-//! and its first lines prefetched, then the batch is copied or decoded.
+//! three reads per record. With maps, each record is found and checked once,
+//! then the batch is copied or decoded, each record prefetched a few ahead.
 
 use std::ops::Range;
 
@@ -13,6 +13,10 @@ use super::gather::{FIND_AHEAD, PREFETCH_LIMIT, min_len};
 use super::prefetch::{BATCH_PREFETCH_BYTES, prefetch, prefetch_line};
 use crate::Result;
 use crate::format::RecordLoc;
+
+/// Table entries the first pass prefetches ahead of the one it reads
+/// (measured: 16 and 32 alike).
+const ENTRY_AHEAD: usize = 16;
 
 /// The records of a ragged batch, ready to decode.
 pub(crate) struct RaggedReads<'s> {
@@ -34,10 +38,14 @@ impl Snapshot<'_> {
         let raw = self.is_raw();
         let files = self.files();
         if files.mapped() {
-            // The table loads are independent, so the CPU overlaps their
-            // cache misses; each record's first lines are then on their way
-            // while the next one is found.
-            for &index in indices {
+            // Each entry is prefetched ENTRY_AHEAD records before it is
+            // read, so the table's cache misses overlap; the records' bytes
+            // are prefetched while the batch is copied. (Measured on token
+            // sequences: prefetching every entry of the batch up front, then
+            // every record's first lines, kept the miss buffers full and
+            // stalled the loop: 0.98x of a memory-mapped array against
+            // 1.04x this way.)
+            for &index in indices.iter().take(ENTRY_AHEAD) {
                 if let Some(entry) = files.loc_bytes(index * 2) {
                     prefetch_line(entry);
                 }
@@ -45,11 +53,15 @@ impl Snapshot<'_> {
             let mut payloads = Vec::with_capacity(indices.len());
             let mut shapes = Vec::with_capacity(indices.len());
             let mut mapped = Vec::with_capacity(indices.len());
-            for &index in indices {
+            for (k, &index) in indices.iter().enumerate() {
+                if let Some(&ahead) = indices.get(k + ENTRY_AHEAD)
+                    && let Some(entry) = files.loc_bytes(ahead * 2)
+                {
+                    prefetch_line(entry);
+                }
                 let loc = self.mapped_loc(index * 2)?;
                 self.check_entry(index, loc, raw)?;
                 let stored = self.stored_mapped(index, loc)?;
-                prefetch(stored, BATCH_PREFETCH_BYTES);
                 let shape = self.mapped_loc(index * 2 + 1)?;
                 if self.shape_implied(shape).is_none()
                     && let Ok(Some(bytes)) = files.stored_mapped(shape)
