@@ -76,7 +76,8 @@ pub(crate) struct FileTable {
 }
 
 impl FileTable {
-    /// An empty table; `run_shape` as [`FileTable::run_shape`] describes.
+    /// An empty table. With `run_shape` (a store whose records are all
+    /// stored alike), each mapped segment gets a run index.
     pub(crate) fn new(
         storage: Arc<dyn Storage>,
         geometry: Geometry,
