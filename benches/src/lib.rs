@@ -17,6 +17,6 @@ pub mod sampler_baselines;
 pub mod splitmix;
 pub mod workloads;
 
-pub use checksum::{ChecksumMismatch, Verified};
+pub use checksum::Verified;
 pub use plans::{BATCH, plan};
 pub use workloads::{DENSE_A, DENSE_B, DenseWorkload, RaggedTokens};
