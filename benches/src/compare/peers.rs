@@ -4,14 +4,16 @@
 
 use std::path::Path;
 
+use zrecord::DType;
+
 use super::Result;
 use super::disk::{self, allocated_bytes};
 use super::measure::timed;
 use super::systems::{Mapped, Source, System};
 
-/// An array a peer stores: name, `.npy` dtype (`|u1`, `<i4` or `<i8`),
-/// shape, little-endian bytes.
-type Array<'a> = (&'static str, &'static str, Vec<usize>, &'a [u8]);
+/// An array a peer stores: name, dtype (`u8`, `i32` or `i64`), shape,
+/// little-endian bytes.
+type Array<'a> = (&'static str, DType, Vec<usize>, &'a [u8]);
 
 /// A peer, written and opened.
 pub(crate) struct Peer {
@@ -40,16 +42,16 @@ pub(crate) fn write_all(source: &Source, dir: &Path, notes: &mut Vec<String>) ->
         Source::Dense { data, shape } => {
             vec![(
                 "records",
-                "|u1",
+                DType::U8,
                 vec![source.len(), shape[0], shape[1]],
                 data,
             )]
         }
         Source::Ragged(d) => vec![
-            ("tokens", "<i4", vec![d.tokens.len()], source.bytes()),
+            ("tokens", DType::I32, vec![d.tokens.len()], source.bytes()),
             (
                 "offsets",
-                "<i8",
+                DType::I64,
                 vec![offsets64.len()],
                 bytemuck::cast_slice(&offsets64),
             ),
@@ -61,8 +63,8 @@ pub(crate) fn write_all(source: &Source, dir: &Path, notes: &mut Vec<String>) ->
         .collect();
     let (written, write_s) = timed(|| {
         let mut files = arrays.iter().zip(&paths);
-        files.try_for_each(|((_, descr, shape, bytes), path)| {
-            disk::write_npy(path, descr, shape, bytes)
+        files.try_for_each(|((_, dtype, shape, bytes), path)| {
+            disk::write_npy(path, *dtype, shape, bytes)
         })
     });
     written?;
@@ -136,10 +138,10 @@ fn with_peers(
     // safetensors: the arrays as tensors, memory-mapped.
     let path = dir.join(format!("{stem}.safetensors"));
     let (written, write_s) = timed(|| -> Result<()> {
-        let views = arrays.iter().map(|(name, descr, shape, bytes)| {
-            let dtype = match *descr {
-                "|u1" => Dtype::U8,
-                "<i4" => Dtype::I32,
+        let views = arrays.iter().map(|(name, dtype, shape, bytes)| {
+            let dtype = match dtype {
+                DType::U8 => Dtype::U8,
+                DType::I32 => Dtype::I32,
                 _ => Dtype::I64,
             };
             Ok((*name, TensorView::new(dtype, shape.clone(), bytes)?))
