@@ -18,18 +18,11 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkGroup, Criterion, Throughput, measurement::WallTime};
-use rand::SeedableRng;
 use rand::distr::{Distribution, Uniform};
-use rand::rngs::SmallRng;
-use zrecord_benches::sampler_baselines::{fisher_yates_epoch, iid_random_range, small_rng};
-use zsampler::{Mode, Sampler};
-
-const LEN: u64 = 1_000_000;
-const BATCH: u64 = 1024;
-const SEED: u64 = 42;
-
-const IID_GROUP: &str = "iid_1M_batch1024";
-const CYCLIC_GROUP: &str = "epoch_1M_batch1024";
+use zrecord_benches::sampler_baselines::{
+    BATCH, LEN, SEED, fisher_yates_epoch, iid_random_range, small_rng, zsampler,
+};
+use zsampler::Mode;
 
 fn configure(group: &mut BenchmarkGroup<'_, WallTime>, elements: u64) {
     group
@@ -40,13 +33,12 @@ fn configure(group: &mut BenchmarkGroup<'_, WallTime>, elements: u64) {
 }
 
 fn bench_iid(c: &mut Criterion) {
-    let mut group = c.benchmark_group(IID_GROUP);
-    configure(&mut group, BATCH);
-    let batch = BATCH as usize;
+    let mut group = c.benchmark_group("iid_1M_batch1024");
+    configure(&mut group, BATCH as u64);
 
     group.bench_function("smallrng_random_range", |b| {
         let mut rng = small_rng(SEED);
-        let mut buffer = vec![0u64; batch];
+        let mut buffer = vec![0u64; BATCH];
         b.iter(|| {
             iid_random_range(&mut rng, LEN, &mut buffer);
             black_box(&buffer);
@@ -54,9 +46,9 @@ fn bench_iid(c: &mut Criterion) {
     });
 
     group.bench_function("smallrng_uniform", |b| {
-        let mut rng = SmallRng::seed_from_u64(SEED);
+        let mut rng = small_rng(SEED);
         let uniform = Uniform::new(0, LEN).expect("non-empty range");
-        let mut buffer = vec![0u64; batch];
+        let mut buffer = vec![0u64; BATCH];
         b.iter(|| {
             for slot in &mut buffer {
                 *slot = uniform.sample(&mut rng);
@@ -66,12 +58,8 @@ fn bench_iid(c: &mut Criterion) {
     });
 
     group.bench_function("zsampler_iid", |b| {
-        let sampler = Sampler::builder(LEN, BATCH)
-            .seed(SEED)
-            .mode(Mode::Iid)
-            .build()
-            .expect("valid configuration");
-        let mut buffer = vec![0u64; batch];
+        let sampler = zsampler(Mode::Iid);
+        let mut buffer = vec![0u64; BATCH];
         let mut step = 0;
         b.iter(|| {
             sampler.fill_batch(step, &mut buffer);
@@ -83,15 +71,14 @@ fn bench_iid(c: &mut Criterion) {
 }
 
 fn bench_cyclic(c: &mut Criterion) {
-    let steps = LEN / BATCH;
-    let mut group = c.benchmark_group(CYCLIC_GROUP);
-    configure(&mut group, steps * BATCH);
-    let batch = BATCH as usize;
+    let steps = LEN / BATCH as u64;
+    let mut group = c.benchmark_group("epoch_1M_batch1024");
+    configure(&mut group, steps * BATCH as u64);
 
     group.bench_function("fisher_yates", |b| {
         let mut rng = small_rng(SEED);
         let mut permutation: Vec<u64> = (0..LEN).collect();
-        let mut buffer = vec![0u64; batch];
+        let mut buffer = vec![0u64; BATCH];
         b.iter(|| {
             // A fresh permutation per epoch, then the epoch's batches.
             fisher_yates_epoch(&mut rng, &mut permutation, &mut buffer, |b| {
@@ -111,12 +98,8 @@ fn bench_cyclic(c: &mut Criterion) {
         ),
     ] {
         group.bench_function(name, |b| {
-            let sampler = Sampler::builder(LEN, BATCH)
-                .seed(SEED)
-                .mode(mode)
-                .build()
-                .expect("valid configuration");
-            let mut buffer = vec![0u64; batch];
+            let sampler = zsampler(mode);
+            let mut buffer = vec![0u64; BATCH];
             let mut step = 0;
             b.iter(|| {
                 for _ in 0..steps {

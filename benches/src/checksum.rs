@@ -77,6 +77,7 @@ mod tests {
         let many: Vec<i32> = (0..100_000).collect();
         let bytes: Vec<u8> = many.iter().flat_map(|v| v.to_le_bytes()).collect();
         assert_eq!(sha256_hex_i32(&many), sha256_hex(&bytes));
-        assert!(compare("a", "00", "01".into()).unwrap_err().contains("workload a"));
+        let err = compare("a", "00", "01".into()).unwrap_err();
+        assert!(err.contains("workload a"), "{err}");
     }
 }

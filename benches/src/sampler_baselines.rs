@@ -1,9 +1,26 @@
-//! What a Rust user would write instead of zsampler, shared by the criterion
-//! bench `sampler` and `compare`'s table (d).
+//! What a Rust user would write instead of zsampler, and the setup both
+//! sides share, for the criterion bench `sampler` and `compare`'s table (d).
 
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
+use zsampler::{Mode, Sampler};
+
+/// Index space.
+pub const LEN: u64 = 1_000_000;
+/// Batch size.
+pub const BATCH: usize = 1024;
+/// Seed of every sampler and baseline.
+pub const SEED: u64 = 42;
+
+/// The zsampler of `mode` over [`LEN`] indices in batches of [`BATCH`].
+pub fn zsampler(mode: Mode) -> Sampler {
+    Sampler::builder(LEN, BATCH as u64)
+        .seed(SEED)
+        .mode(mode)
+        .build()
+        .expect("a valid sampler configuration")
+}
 
 /// A seeded `SmallRng`.
 pub fn small_rng(seed: u64) -> SmallRng {

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 /// A system under test: gathers one batch of indices and returns the bytes
-/// it delivered.
+/// it delivered (table (d): runs a sampler iteration, returns its indices).
 pub type Runner<'a> = Box<dyn FnMut(&[u64]) -> usize + 'a>;
 
 /// How long to time.

@@ -3,75 +3,46 @@
 //! `sampler`), batch 1024 over 1M indices, interleaved rounds.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use zsampler::{Mode, Sampler};
+use zsampler::Mode;
 
-use super::measure::median;
+use super::measure::{Budget, Runner, interleaved, median};
 use super::report::{Report, Table, bold, fmt_ratio, fmt_seconds, yes_no};
-use crate::sampler_baselines::{fisher_yates_epoch, iid_random_range, small_rng};
+use crate::sampler_baselines::{
+    BATCH, LEN, SEED, fisher_yates_epoch, iid_random_range, small_rng, zsampler,
+};
 
-/// Index space.
-pub const LEN: u64 = 1_000_000;
-/// Batch size.
-pub const BATCH: usize = 1024;
-const SEED: u64 = 42;
 /// Batches per iteration of the iid group.
 const IID_BATCHES: u64 = 1000;
 
-/// One iteration of a system: returns the indices it produced.
-type Iteration = Box<dyn FnMut() -> u64>;
-
-/// `batches` batches of zsampler in `mode` per iteration, each iteration
-/// going on where the last ended.
-fn zsampler(mode: Mode, batches: u64) -> Iteration {
-    let sampler = Sampler::builder(LEN, BATCH as u64)
-        .seed(SEED)
-        .mode(mode)
-        .build()
-        .expect("a valid sampler configuration");
+/// An iteration of `batches` batches of zsampler in `mode` per call, each
+/// going on where the last ended; returns the indices it produced.
+fn zsampler_batches(mode: Mode, batches: u64) -> Runner<'static> {
+    let sampler = zsampler(mode);
     let (mut buf, mut step) = (vec![0u64; BATCH], 0);
-    Box::new(move || {
+    Box::new(move |_: &[u64]| {
         for _ in 0..batches {
             sampler.fill_batch(step, &mut buf);
             step += 1;
             black_box(&buf);
         }
-        batches * BATCH as u64
+        batches as usize * BATCH
     })
-}
-
-/// Interleaved rounds of `systems`; per system, the per-round rates
-/// (indices per second) and seconds per iteration.
-fn rounds(
-    systems: &mut [Iteration],
-    budget: Duration,
-    min_rounds: usize,
-) -> Vec<(Vec<f64>, Vec<f64>)> {
-    let mut out = vec![(Vec::new(), Vec::new()); systems.len()];
-    let start = Instant::now();
-    let mut round = 0;
-    while round < min_rounds || start.elapsed() < budget {
-        for k in 0..systems.len() {
-            let s = (round + k) % systems.len();
-            let t = Instant::now();
-            let n = systems[s]();
-            let dt = t.elapsed().as_secs_f64();
-            out[s].0.push(n as f64 / dt);
-            out[s].1.push(dt);
-        }
-        round += 1;
-    }
-    out
 }
 
 /// Measures the two groups (iid; one epoch of cyclic, block and the
 /// Fisher–Yates baseline) and returns the table.
 pub fn run(quick: bool, report: &mut Report) -> Table {
-    let (budget, min_rounds) = if quick {
+    let (total, min_rounds) = if quick {
         (Duration::from_millis(100), 3)
     } else {
         (Duration::from_secs(6), 15)
+    };
+    let budget = Budget {
+        total,
+        min_rounds,
+        min_sample: Duration::ZERO,
     };
     let steps = LEN / BATCH as u64;
     let mut table = Table::new(
@@ -86,46 +57,48 @@ pub fn run(quick: bool, report: &mut Report) -> Table {
             "reached",
         ],
     );
-    // Per group, the baseline first: (system, target G/s, its iteration).
-    type Group = (&'static str, Vec<(&'static str, Option<f64>, Iteration)>);
-    let iid_baseline: Iteration = {
+    let iid_baseline: Runner<'_> = {
         let (mut rng, mut buf) = (small_rng(SEED), vec![0u64; BATCH]);
-        Box::new(move || {
+        Box::new(move |_: &[u64]| {
             for _ in 0..IID_BATCHES {
                 iid_random_range(&mut rng, LEN, &mut buf);
                 black_box(&buf);
             }
-            IID_BATCHES * BATCH as u64
+            IID_BATCHES as usize * BATCH
         })
     };
-    let epoch_baseline: Iteration = {
+    let epoch_baseline: Runner<'_> = {
         let (mut rng, mut buf) = (small_rng(SEED), vec![0u64; BATCH]);
         let mut permutation: Vec<u64> = (0..LEN).collect();
-        Box::new(move || {
+        Box::new(move |_: &[u64]| {
             fisher_yates_epoch(&mut rng, &mut permutation, &mut buf, |b| {
                 black_box(b);
             });
-            steps * BATCH as u64
+            (steps * BATCH as u64) as usize
         })
     };
+    let iid = zsampler_batches(Mode::Iid, IID_BATCHES);
+    let cyclic = zsampler_batches(Mode::Cyclic, steps);
     let block = Mode::Block {
         block_size: 256,
         window_blocks: 16,
     };
-    let groups: [Group; 2] = [
+    let block = zsampler_batches(block, steps);
+    // Per group, the baseline first: (system, target G/s, its iteration).
+    let groups: [(_, Vec<(_, Option<f64>, _)>); 2] = [
         (
             "iid, 1000 batches",
             vec![
                 ("SmallRng + random_range (baseline)", None, iid_baseline),
-                ("zsampler iid", Some(1.0), zsampler(Mode::Iid, IID_BATCHES)),
+                ("zsampler iid", Some(1.0), iid),
             ],
         ),
         (
             "one epoch, 976 batches",
             vec![
                 ("Fisher–Yates per epoch (baseline)", None, epoch_baseline),
-                ("zsampler cyclic", Some(0.2), zsampler(Mode::Cyclic, steps)),
-                ("zsampler block (256 × 16)", None, zsampler(block, steps)),
+                ("zsampler cyclic", Some(0.2), cyclic),
+                ("zsampler block (256 × 16)", None, block),
             ],
         ),
     ];
@@ -133,16 +106,17 @@ pub fn run(quick: bool, report: &mut Report) -> Table {
     for (group, systems) in groups {
         let (systems, mut iterations): (Vec<_>, Vec<_>) =
             systems.into_iter().map(|(n, t, i)| ((n, t), i)).unzip();
-        let results = rounds(&mut iterations, budget, min_rounds);
-        rounds_run.push(results[0].0.len());
-        let baseline = &results[0].0;
-        for ((name, target), (rates, secs)) in systems.iter().zip(&results) {
-            let rate = median(rates) / 1e9;
-            let paired: Vec<f64> = rates.iter().zip(baseline).map(|(r, b)| r / b).collect();
-            let vs = median(&paired);
+        // A plan of one (unused) batch: a sample is one iteration, and its
+        // "bytes" are the indices the iteration produced.
+        let (results, rounds) = interleaved(&mut iterations, &[vec![]], budget);
+        rounds_run.push(rounds);
+        for ((name, target), sampled) in systems.iter().zip(&results) {
+            let rate = sampled.bytes_per_s() / 1e9;
+            let vs = sampled.paired_ratio(&results[0]);
+            let secs = median(&sampled.round_secs);
             report.push('d', name, "g_indices_s", rate, "G/s");
             report.push('d', name, "vs_baseline", vs, "x");
-            report.push('d', name, "median_iteration_ms", median(secs) * 1e3, "ms");
+            report.push('d', name, "median_iteration_ms", secs * 1e3, "ms");
             let (goal, met) = match target {
                 Some(t) => (format!("≥ {t} G/s"), yes_no(rate >= *t)),
                 None => (String::new(), String::new()),
@@ -150,7 +124,7 @@ pub fn run(quick: bool, report: &mut Report) -> Table {
             table.row(vec![
                 group.to_string(),
                 bold(name, name.starts_with("zsampler")),
-                fmt_seconds(median(secs)),
+                fmt_seconds(secs),
                 format!("{rate:.3}"),
                 fmt_ratio(vs),
                 goal,
