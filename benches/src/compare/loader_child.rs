@@ -12,6 +12,7 @@ use zrecord_loader::{Batch, Counters, Loader, LoaderBuilder, Mode};
 use zsampler::Sampler;
 
 use super::Result;
+use super::loader_table::PREFETCH;
 use super::rss;
 use crate::checksum::sha256_hex;
 
@@ -41,8 +42,6 @@ pub(crate) struct ChildConfig {
     pub(crate) data: Data,
     /// `None`: the bare loop on the calling thread; `Some(w)`: the loader with `w` workers.
     pub(crate) workers: Option<usize>,
-    /// The loader's prefetch depth.
-    pub(crate) prefetch: usize,
     /// Steps run before timing.
     pub(crate) warmup: u64,
     /// Steps timed.
@@ -69,8 +68,6 @@ pub(crate) struct ChildResult {
     pub(crate) peak_anon_kib: u64,
     /// Sampled peak of file-backed resident KiB (the stores' maps).
     pub(crate) peak_file_kib: u64,
-    /// Stream buffers the loader allocated (not recycled).
-    pub(crate) buffers_allocated: u64,
 }
 
 /// The child's entry point: parses the config, runs, prints the result line.
@@ -137,7 +134,6 @@ fn steps(
     if let (Some(before), Some(after)) = (before, snapshot()) {
         result.wait_s = (after.consumer_wait - before.consumer_wait).as_secs_f64();
         result.gather_s = (after.gather_time - before.gather_time).as_secs_f64();
-        result.buffers_allocated = after.buffers_allocated;
     }
     Ok(result)
 }
@@ -158,7 +154,7 @@ fn loader_steps(
         .mode(Mode::Cyclic)
         .seed(SEED)
         .workers(workers)
-        .prefetch(config.prefetch)
+        .prefetch(PREFETCH)
         .build()?;
     let counters = loader.counters();
     steps(config, Some(&counters), |step| {

@@ -90,7 +90,6 @@ pub fn run(quick: bool, report: &mut Report) -> Result<(Table, Vec<Vec<String>>)
             let config = ChildConfig {
                 data,
                 workers: None,
-                prefetch: PREFETCH,
                 warmup,
                 steps,
                 consumer_sleep_s: 0.0,
