@@ -54,9 +54,9 @@ impl Sampled {
             .collect()
     }
 
-    /// Page faults (minor + major) per timed batch.
+    /// Page faults (minor + major) per timed batch (NaN for no batches).
     pub fn faults_per_batch(&self) -> f64 {
-        (self.faults.0 + self.faults.1) as f64 / self.latencies.len().max(1) as f64
+        (self.faults.0 + self.faults.1) as f64 / self.latencies.len() as f64
     }
 
     /// Batch latency at percentile `p` (0..=100).

@@ -79,8 +79,8 @@ impl Workload {
     }
 }
 
-/// A row and, if it gathers, its system.
-type Entry = (Meta, Option<Box<dyn System>>);
+/// A row that gathers, and its system.
+type Entry = (Meta, Box<dyn System>);
 
 /// Builds, checks and times every system of `workload`, with zstd_dict
 /// stores for each of `tiers`; returns its table.
@@ -106,11 +106,11 @@ pub fn run(
     let mut entries: Vec<Entry> = vec![
         (
             Meta::limit("in-memory gather (limit)", Stored::Nothing, true),
-            Some(Box::new(InMemory::new(&source))),
+            Box::new(InMemory::new(&source)),
         ),
         (
             Meta::limit("memcpy (limit)", Stored::Nothing, false),
-            Some(Box::new(Memcpy::new(&source))),
+            Box::new(Memcpy::new(&source)),
         ),
     ];
 
@@ -151,7 +151,7 @@ pub fn run(
         let stored = Stored::Memory(frames.compressed_bytes());
         let meta = Meta::limit(&format!("{label} frames in memory (limit)"), stored, true);
         stores.push((format!("zrecord {label}"), s, store, entries.len()));
-        entries.push((meta, Some(Box::new(frames))));
+        entries.push((meta, Box::new(frames)));
     }
     // The raw store again with every record's CRC-32C checked on gather: the
     // price of read checks, side by side with the row above.
@@ -160,31 +160,37 @@ pub fn run(
     for (name, s, store, limit) in stores {
         let on_disk = allocated_bytes(store.path())?;
         let meta = Meta::store(&name, Role::Zrecord, s, on_disk, limit);
-        entries.push((meta, Some(Box::new(store))));
+        entries.push((meta, Box::new(store)));
     }
     for peer in peers::write_all(&source, dir.path(), &mut notes)? {
         let meta = Meta::store(peer.name, Role::Peer, peer.write_s, peer.on_disk, 0);
-        entries.push((meta, Some(peer.system)));
+        entries.push((meta, peer.system));
     }
     let grouped = grouped_bytes(&source, GROUP);
     let name = format!("grouped zstd ({GROUP} records/frame, level 3; ratio only)");
-    entries.push((Meta::limit(&name, Stored::Memory(grouped), false), None));
+    let ratio_only = Meta::limit(&name, Stored::Memory(grouped), false);
 
     // Check, then time.
     let plan = run_plan(seed, n, quick);
     for batch in plan.iter().take(3).chain(plan.last()) {
-        for (meta, system) in &mut entries {
-            if let (true, Some(system)) = (meta.checked, system) {
-                systems::check(&meta.name, system.as_mut(), &source, batch)?;
-            }
+        for (meta, system) in entries.iter_mut().filter(|(m, _)| m.checked) {
+            systems::check(&meta.name, system.as_mut(), &source, batch)?;
         }
     }
     eprintln!(
         "  every system's plan batches 0..3 and {} equal the source",
         plan.len() - 1
     );
-    let title = workload.title(&source);
-    let mut table = measure_and_report(letter, &title, &mut entries, &plan, &source, quick, report);
+    // The systems stay open, their files mapped, for the huge-page note.
+    let mut table = measure_and_report(
+        workload,
+        &mut entries,
+        &ratio_only,
+        &plan,
+        &source,
+        quick,
+        report,
+    );
     table.notes.extend(notes);
     table.note(huge_page_note(dir.path()));
     Ok(table)
@@ -308,45 +314,44 @@ fn budget(quick: bool) -> Budget {
     }
 }
 
-/// Warms every gathering row up (every record once, in order, in batches of
+/// Warms every row up (every record once, in order, in batches of
 /// [`BATCH`]: every page a system reads comes into memory and its maps),
 /// times them side by side over `plan`, and makes the table and the JSON
-/// rows of workload `letter`. Row 0 must be the in-memory gather.
+/// rows of `workload`, with the `ratio_only` row, which does not gather, last.
+/// Row 0 must be the in-memory gather.
 fn measure_and_report(
-    letter: char,
-    title: &str,
+    workload: Workload,
     entries: &mut [Entry],
+    ratio_only: &Meta,
     plan: &[Vec<u64>],
     source: &Source,
     quick: bool,
     report: &mut Report,
 ) -> Table {
-    let metas: Vec<Meta> = entries.iter().map(|(m, _)| m.clone()).collect();
-    let (which, mut runners): (Vec<usize>, Vec<Runner<'_>>) = entries
-        .iter_mut()
-        .enumerate()
-        .filter_map(|(k, (_, system))| {
-            let system = system.as_mut()?;
-            let run = move |batch: &[u64]| black_box(system.gather(batch)).bytes.len();
-            Some((k, Box::new(run) as Runner<'_>))
+    let (mut metas, systems): (Vec<&Meta>, Vec<_>) =
+        entries.iter_mut().map(|(m, s)| (&*m, s)).unzip();
+    let mut runners: Vec<Runner<'_>> = systems
+        .into_iter()
+        .map(|system| {
+            let run = |batch: &[u64]| black_box(system.gather(batch)).bytes.len();
+            Box::new(run) as Runner<'_>
         })
-        .unzip();
+        .collect();
     let (records, logical) = (source.len(), source.bytes().len() as u64);
-    for (&k, run) in which.iter().zip(&mut runners) {
+    for (meta, run) in metas.iter().zip(&mut runners) {
         let (_, s) = timed(|| {
             for first in (0..records).step_by(BATCH) {
                 let last = (first + BATCH).min(records);
                 run(&(first as u64..last as u64).collect::<Vec<_>>());
             }
         });
-        eprintln!("  warm-up {}: {s:.2} s", metas[k].name);
+        eprintln!("  warm-up {}: {s:.2} s", meta.name);
     }
-    let (sampled, rounds) = measure::interleaved(&mut runners, plan, budget(quick));
-    drop(runners);
-    let mut samples: Vec<Option<Sampled>> = vec![None; metas.len()];
-    for (k, s) in which.into_iter().zip(sampled) {
-        samples[k] = Some(s);
-    }
+    let (mut samples, rounds) = measure::interleaved(&mut runners, plan, budget(quick));
+    // No samples: the figures of a row that does not gather are NaN (dashes,
+    // and no JSON rows).
+    metas.push(ratio_only);
+    samples.push(Sampled::default());
     let columns = [
         "system",
         "write MiB/s>",
@@ -360,16 +365,14 @@ fn measure_and_report(
         "× its limit>",
         "× best peer>",
     ];
+    let (letter, title) = (workload.spec().0, workload.title(source));
     let mut table = Table::new(title, &columns);
     // The best peer: the fastest gather among the other stores.
     let rows = || metas.iter().zip(&samples);
     let best_peer = rows()
         .filter(|(m, _)| m.role == Role::Peer)
-        .filter_map(|(m, s)| Some((m, s.as_ref()?)))
         .max_by(|a, b| a.1.bytes_per_s().total_cmp(&b.1.bytes_per_s()));
-    let npy = rows()
-        .find(|(m, _)| m.name.starts_with("mmap .npy"))
-        .and_then(|(_, s)| s.as_ref());
+    let npy = rows().find(|(m, _)| m.name.starts_with("mmap .npy"));
     let mut faulting = Vec::new();
     for (meta, sample) in rows() {
         let write = meta.write_s.map_or(f64::NAN, |s| logical as f64 / s / MIB);
@@ -383,18 +386,12 @@ fn measure_and_report(
             ),
         };
         let ratio = logical as f64 / bytes;
-        // Figures of a row that does not gather are NaN: dashes, and no JSON row.
-        let stat = |f: &dyn Fn(&Sampled) -> f64| sample.as_ref().map_or(f64::NAN, f);
-        let vs = |r: Option<&Sampled>| stat(&|s| r.map_or(f64::NAN, |r| s.paired_ratio(r)));
-        let (mib_s, krec) = (
-            stat(&|s| s.bytes_per_s() / MIB),
-            stat(&|s| s.records_per_s() / 1e3),
-        );
-        let (p50, p95) = (stat(&|s| s.latency(50.0)), stat(&|s| s.latency(95.0)));
-        let limit = meta.limit.and_then(|l| samples[l].as_ref());
-        let (vs_mem, vs_limit) = (vs(samples[0].as_ref()), vs(limit));
-        let vs_peer = vs(best_peer.map(|(_, p)| p));
-        let faults = stat(&Sampled::faults_per_batch);
+        let vs = |r: Option<&Sampled>| r.map_or(f64::NAN, |r| sample.paired_ratio(r));
+        let (mib_s, krec) = (sample.bytes_per_s() / MIB, sample.records_per_s() / 1e3);
+        let (p50, p95) = (sample.latency(50.0), sample.latency(95.0));
+        let (vs_mem, vs_limit) = (vs(Some(&samples[0])), vs(meta.limit.map(|l| &samples[l])));
+        let (vs_peer, vs_npy) = (vs(best_peer.map(|r| r.1)), vs(npy.map(|r| r.1)));
+        let faults = sample.faults_per_batch();
         for (metric, value, unit) in [
             ("write_mib_s", write, "MiB/s"),
             (metric, bytes, "B"),
@@ -406,14 +403,14 @@ fn measure_and_report(
             ("vs_in_memory", vs_mem, "x"),
             ("vs_limit", vs_limit, "x"),
             ("vs_best_peer", vs_peer, "x"),
-            ("vs_mmap_npy", vs(npy), "x"),
+            ("vs_mmap_npy", vs_npy, "x"),
             ("page_faults_per_batch", faults, "1"),
         ] {
             report.push(letter, &meta.name, metric, value, unit);
         }
         if faults >= 1.0 {
-            let major = sample.as_ref().map_or(0, |s| s.faults.1);
-            faulting.push(format!("{} {faults:.0} (major {major})", meta.name));
+            let (name, major) = (&meta.name, sample.faults.1);
+            faulting.push(format!("{name} {faults:.0} (major {major})"));
         }
         table.row(vec![
             bold(&meta.name, meta.role == Role::Zrecord),
