@@ -53,7 +53,6 @@ pub(crate) struct ChildConfig {
 /// What a child measured, over the timed steps.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct ChildResult {
-    pub(crate) steps: u64,
     pub(crate) wall_s: f64,
     pub(crate) batches_per_s: f64,
     /// Seconds the consumer waited for batches (loader counters).
@@ -125,7 +124,6 @@ fn steps(
     }
     let wall_s = start.elapsed().as_secs_f64();
     let mut result = ChildResult {
-        steps: config.steps,
         wall_s,
         batches_per_s: config.steps as f64 / wall_s,
         gather_s: gather.as_secs_f64(),
@@ -169,7 +167,7 @@ fn loader_steps(
 }
 
 /// The sampler of every run over `records` records.
-fn sampler(records: u64) -> Result<Sampler> {
+pub(crate) fn sampler(records: u64) -> Result<Sampler> {
     Ok(Sampler::builder(records, BATCH)
         .seed(SEED)
         .mode(Mode::Cyclic)

@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use zrecord::{Codec, DenseStore};
 
 use super::Result;
-use super::loader_child::{BATCH, CHILD_FLAG, ChildConfig, ChildResult, Data, RESULT_PREFIX, SEED};
+use super::loader_child::{self, BATCH, CHILD_FLAG, ChildConfig, ChildResult, Data, RESULT_PREFIX};
 use super::measure::{median, timed};
 use super::report::{MIB, Report, Table, bold, fmt_num, fmt_ratio, yes_no};
 use super::store_table::Workload;
@@ -60,9 +60,7 @@ pub fn run(quick: bool, report: &mut Report) -> Result<(Table, Vec<Vec<String>>)
             }
             Source::Ragged(d) => (None, BATCH * (d.tokens.len() / n) as u64 * 4),
         };
-        let sampler = zsampler::Sampler::builder(n as u64, BATCH)
-            .seed(SEED)
-            .build()?;
+        let sampler = loader_child::sampler(n as u64)?;
         let mut configs = Vec::new();
         for codec in codecs {
             let padded = if labels.is_some() { "" } else { ", padded" };
@@ -166,7 +164,7 @@ fn measure(
         };
         let result = child(&config)?;
         eprintln!("  {name} {label}: {:.1} batches/s", result.batches_per_s);
-        let per_step_gather = result.gather_s / result.steps as f64;
+        let per_step_gather = result.gather_s / base.steps as f64;
         match rows.iter_mut().find(|r| r.label == label) {
             Some(row) => row.results.push(result),
             None => rows.push(Row {
