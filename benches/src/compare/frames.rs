@@ -21,17 +21,13 @@ thread_local! {
 /// Every record of a workload as its own zstd frame, the frames end to end
 /// in one buffer (as a store's chunk holds them), in memory.
 pub(crate) struct Frames {
-    set: FrameSet,
-    /// The records, for their sizes.
-    source: Source,
-    out: Out,
-}
-
-struct FrameSet {
     bytes: Vec<u8>,
     /// Where frame `i` starts; one entry past the last frame.
     starts: Vec<usize>,
     ddict: Option<DDict<'static>>,
+    /// The records, for their sizes.
+    source: Source,
+    out: Out,
 }
 
 impl Frames {
@@ -51,36 +47,30 @@ impl Frames {
         if meta.len() != 32 || &meta[..4] != b"ZREC" || !matches!(meta[4], 1 | 2) {
             return Err(bad("meta.zr is not a version-1 or -2 zrecord header".into()));
         }
-        let u32_at =
-            |b: &[u8], at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
-        let length =
-            u64::from_le_bytes(meta[14..22].try_into().map_err(|_| bad("meta.zr".into()))?);
-        let bits = u32::from(meta[22]);
-        let per_segment = 1u64 << bits;
-        let mut segments: Vec<Vec<u8>> = Vec::new();
+        let u32_at = |b: &[u8], at: usize| {
+            u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]) as usize
+        };
+        let length = u64::from_le_bytes(meta[14..22].try_into().expect("8 bytes"));
+        let per_segment = 1u64 << meta[22];
+        let read = |name: String| std::fs::read(dir.join(name));
+        let segments = (0..length.div_ceil(per_segment))
+            .map(|n| read(format!("{n}.loc")))
+            .collect::<io::Result<Vec<_>>>()?;
         // Chunks `0..=tail_chunk` exist.
-        let chunks = (0..=u32_at(&meta, 6) as usize)
+        let chunks = (0..=u32_at(&meta, 6))
             .map(|n| super::disk::map(&dir.join(format!("{n}.chunk"))))
             .collect::<io::Result<Vec<_>>>()?;
         // The frames end to end, as a chunk holds them.
         let (mut bytes, mut starts) = (Vec::new(), vec![0]);
         for phys in (0..length).step_by(group as usize) {
-            let seg = (phys / per_segment) as usize;
-            while segments.len() <= seg {
-                segments.push(std::fs::read(dir.join(format!("{}.loc", segments.len())))?);
-            }
             let at = ((phys % per_segment) * 16) as usize;
-            let entry = segments[seg]
+            let entry = segments[(phys / per_segment) as usize]
                 .get(at..at + 16)
                 .ok_or_else(|| bad(format!("no table entry for physical record {phys}")))?;
-            let (offset, phys_len, chunk) = (
-                u32_at(entry, 0) as usize,
-                u32_at(entry, 4) as usize,
-                u32_at(entry, 12) as usize,
-            );
+            let (offset, len) = (u32_at(entry, 0), u32_at(entry, 4));
             let frame = chunks
-                .get(chunk)
-                .and_then(|c| c.get(offset..offset + phys_len))
+                .get(u32_at(entry, 12))
+                .and_then(|c| c.get(offset..offset + len))
                 .ok_or_else(|| bad(format!("record {phys} lies past its chunk's end")))?;
             bytes.extend_from_slice(frame);
             starts.push(bytes.len());
@@ -92,41 +82,35 @@ impl Frames {
             ),
             _ => None,
         };
-        let set = FrameSet {
+        let (source, out) = (source.clone(), Out::default());
+        Ok(Frames {
             bytes,
             starts,
             ddict,
-        };
-        let (source, out) = (source.clone(), Out::default());
-        Ok(Frames { set, source, out })
+            source,
+            out,
+        })
     }
 
     /// Total bytes of all frames.
     pub(crate) fn compressed_bytes(&self) -> u64 {
-        self.set.bytes.len() as u64
-    }
-}
-
-impl FrameSet {
-    /// Decodes frame `i` into `dst` (exactly its content size).
-    #[inline]
-    fn decode(&self, i: u64, dst: &mut [u8]) {
-        let i = i as usize;
-        let frame = &self.bytes[self.starts[i]..self.starts[i + 1]];
-        let n = DCTX
-            .with_borrow_mut(|dctx| match &self.ddict {
-                Some(ddict) => dctx.decompress_using_ddict(dst, frame, ddict),
-                None => dctx.decompress(dst, frame),
-            })
-            .unwrap_or_else(|e| panic!("zstd: {}", zstd_safe::get_error_name(e)));
-        assert_eq!(n, dst.len(), "frame {i} decodes to {n} bytes");
+        self.bytes.len() as u64
     }
 }
 
 impl System for Frames {
     fn gather(&mut self, indices: &[u64]) -> Packed<'_> {
-        let set = &self.set;
-        let decode = |dst: &mut [u8], i| set.decode(i, dst);
+        // Decodes frame `i` into `dst` (exactly its content size).
+        let decode = |dst: &mut [u8], i: u64| {
+            let frame = &self.bytes[self.starts[i as usize]..self.starts[i as usize + 1]];
+            let n = DCTX
+                .with_borrow_mut(|dctx| match &self.ddict {
+                    Some(ddict) => dctx.decompress_using_ddict(dst, frame, ddict),
+                    None => dctx.decompress(dst, frame),
+                })
+                .unwrap_or_else(|e| panic!("zstd: {}", zstd_safe::get_error_name(e)));
+            assert_eq!(n, dst.len(), "frame {i} decodes to {n} bytes");
+        };
         match self.source.cuts() {
             Cuts::Width(w) => self.out.fixed(w, indices, true, decode),
             cuts => self
