@@ -89,11 +89,11 @@ pub fn main(config_json: &str) -> Result<()> {
 
 /// Runs `f` with its stores open, adding the memory figures to its result.
 fn measured(f: impl FnOnce() -> Result<ChildResult>) -> Result<ChildResult> {
-    let rss_open_kib = rss::status().vm_rss;
+    let rss_open_kib = rss::kib(&rss::status(), "VmRSS");
     let (result, (peak_anon_kib, peak_file_kib)) = rss::peaks(Duration::from_millis(2), f);
     Ok(ChildResult {
         rss_open_kib,
-        vm_hwm_kib: rss::status().vm_hwm,
+        vm_hwm_kib: rss::kib(&rss::status(), "VmHWM"),
         peak_anon_kib,
         peak_file_kib,
         ..result?

@@ -7,48 +7,31 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// Memory figures of this process, KiB.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Status {
-    pub(crate) vm_rss: u64,
-    pub(crate) vm_hwm: u64,
-    pub(crate) rss_anon: u64,
-    pub(crate) rss_file: u64,
+/// The KiB that `key` (`VmRSS`, `VmHWM`, `RssAnon`, `RssFile`) gives in the
+/// text of `/proc/<pid>/status` (0 where it is missing).
+pub(crate) fn kib(status: &str, key: &str) -> u64 {
+    let line = status
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'));
+    let kib = line.and_then(|rest| rest.split_whitespace().next()?.parse().ok());
+    kib.unwrap_or(0)
 }
 
-/// Parses the text of `/proc/<pid>/status`.
-pub(crate) fn parse(text: &str) -> Status {
-    let mut s = Status::default();
-    for line in text.lines() {
-        let Some((key, rest)) = line.split_once(':') else {
-            continue;
-        };
-        let kib = rest.split_whitespace().next().and_then(|v| v.parse().ok());
-        let kib = kib.unwrap_or(0);
-        match key {
-            "VmRSS" => s.vm_rss = kib,
-            "VmHWM" => s.vm_hwm = kib,
-            "RssAnon" => s.rss_anon = kib,
-            "RssFile" => s.rss_file = kib,
-            _ => {}
-        }
-    }
-    s
-}
-
-/// This process's figures now (zeros where `/proc` is missing).
-pub(crate) fn status() -> Status {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|t| parse(&t))
-        .unwrap_or_default()
+/// The text of this process's `/proc/self/status` (empty where it is missing).
+pub(crate) fn status() -> String {
+    std::fs::read_to_string("/proc/self/status").unwrap_or_default()
 }
 
 /// Runs `f` while a thread samples [`status`] every `every`; returns its
 /// value and the peaks of anonymous and file-backed memory, KiB.
 pub(crate) fn peaks<T>(every: Duration, f: impl FnOnce() -> T) -> (T, (u64, u64)) {
     let stop = AtomicBool::new(false);
-    let max =
-        |(anon, file): (u64, u64), now: Status| (anon.max(now.rss_anon), file.max(now.rss_file));
+    let max = |(anon, file): (u64, u64), now: String| {
+        (
+            anon.max(kib(&now, "RssAnon")),
+            file.max(kib(&now, "RssFile")),
+        )
+    };
     std::thread::scope(|scope| {
         let sampler = scope.spawn(|| {
             let mut peak = (0, 0);
@@ -121,11 +104,10 @@ mod tests {
 
     #[test]
     fn parses_status_and_smaps() {
-        let s = parse(
-            "Name:\tx\nVmHWM:\t  2048 kB\nVmRSS:\t1024 kB\nRssAnon:\t 600 kB\nRssFile:\t400 kB\n",
-        );
-        let figures = (s.vm_rss, s.vm_hwm, s.rss_anon, s.rss_file);
-        assert_eq!(figures, (1024, 2048, 600, 400));
+        let s =
+            "Name:\tx\nVmHWM:\t  2048 kB\nVmRSS:\t1024 kB\nRssAnon:\t 600 kB\nRssFile:\t400 kB\n";
+        let figures = ["VmRSS", "VmHWM", "RssAnon", "RssFile", "Nope"].map(|k| kib(s, k));
+        assert_eq!(figures, [1024, 2048, 600, 400, 0]);
         let text = "7f00-7f10 r--s 00000000 fd:00 12 /tmp/x/a.npy\nRss:  400 kB\nFilePmdMapped: 2048 kB\n\
                     7f20-7f30 r--p 00000000 fd:00 13 /usr/lib/libc.so\nRss: 9 kB\n\
                     7f40-7f50 r--s 00000000 fd:00 12 /tmp/x/a.npy\nRss:  100 kB\n";
@@ -141,7 +123,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
             std::hint::black_box(&v);
         });
-        if status().vm_rss > 0 {
+        if kib(&status(), "VmRSS") > 0 {
             assert!(anon >= 60 << 10, "{anon} KiB");
         }
     }
