@@ -48,10 +48,11 @@ pub(crate) fn peaks<T>(every: Duration, f: impl FnOnce() -> T) -> (T, (u64, u64)
     })
 }
 
-/// The files under a folder mapped by this process (from `/proc/self/smaps`).
+/// A file under a folder mapped by this process (from `/proc/self/smaps`).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct FileMap {
-    pub(crate) path: String,
+    /// Its path inside the folder.
+    pub(crate) name: String,
     pub(crate) rss_kib: u64,
     /// Of `rss_kib`, mapped with 2 MiB page-table entries (huge pages).
     pub(crate) pmd_kib: u64,
@@ -63,29 +64,26 @@ pub(crate) fn parse_file_maps(smaps: &str, dir: &str) -> Vec<FileMap> {
     let mut maps: Vec<FileMap> = Vec::new();
     let mut current: Option<usize> = None;
     for line in smaps.lines() {
-        let mut words = line.split_whitespace();
-        let first = words.next().unwrap_or("");
-        if first.contains('-') && !first.ends_with(':') {
-            // A mapping's header: address range, perms, offset, dev, inode, path.
-            let path = line.split_whitespace().nth(5).unwrap_or("");
-            current = path.starts_with(dir).then(|| {
-                maps.iter().position(|m| m.path == path).unwrap_or_else(|| {
-                    let path = path.to_string();
-                    maps.push(FileMap {
-                        path,
-                        ..FileMap::default()
-                    });
-                    maps.len() - 1
-                })
-            });
-            continue;
-        }
-        let (Some(k), Some(v)) = (current, words.next().and_then(|v| v.parse::<u64>().ok())) else {
-            continue;
-        };
-        match first {
-            "Rss:" => maps[k].rss_kib += v,
-            "FilePmdMapped:" => maps[k].pmd_kib += v,
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let kib = words.get(1).and_then(|v| v.parse().ok()).unwrap_or(0);
+        match (words.first(), current) {
+            (Some(&"Rss:"), Some(k)) => maps[k].rss_kib += kib,
+            (Some(&"FilePmdMapped:"), Some(k)) => maps[k].pmd_kib += kib,
+            (Some(first), _) if first.contains('-') && !first.ends_with(':') => {
+                // A mapping's header: address range, perms, offset, dev, inode, path.
+                let name = words.get(5).and_then(|path| path.strip_prefix(dir));
+                current = name.map(|name| {
+                    let name = name.trim_start_matches('/');
+                    maps.iter().position(|m| m.name == name).unwrap_or_else(|| {
+                        let name = name.to_string();
+                        maps.push(FileMap {
+                            name,
+                            ..FileMap::default()
+                        });
+                        maps.len() - 1
+                    })
+                });
+            }
             _ => {}
         }
     }
@@ -112,8 +110,8 @@ mod tests {
                     7f20-7f30 r--p 00000000 fd:00 13 /usr/lib/libc.so\nRss: 9 kB\n\
                     7f40-7f50 r--s 00000000 fd:00 12 /tmp/x/a.npy\nRss:  100 kB\n";
         let maps = parse_file_maps(text, "/tmp/x");
-        let map = maps.iter().map(|m| (m.path.as_str(), m.rss_kib, m.pmd_kib));
-        assert_eq!(map.collect::<Vec<_>>(), [("/tmp/x/a.npy", 500, 2048)]);
+        let map = maps.iter().map(|m| (m.name.as_str(), m.rss_kib, m.pmd_kib));
+        assert_eq!(map.collect::<Vec<_>>(), [("a.npy", 500, 2048)]);
     }
 
     #[test]

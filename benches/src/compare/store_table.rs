@@ -203,13 +203,8 @@ fn huge_page_note(dir: &Path) -> String {
         .into_iter()
         .filter(|m| m.rss_kib >= 1024)
         .map(|m| {
-            let name = m
-                .path
-                .strip_prefix(&*dir.to_string_lossy())
-                .unwrap_or(&m.path);
             let share = 100.0 * m.pmd_kib as f64 / m.rss_kib as f64;
-            let name = name.trim_start_matches('/');
-            format!("{name} {share:.0}% of {} MiB", m.rss_kib / 1024)
+            format!("{} {share:.0}% of {} MiB", m.name, m.rss_kib / 1024)
         })
         .collect();
     format!(
