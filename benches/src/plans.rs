@@ -1,7 +1,7 @@
 //! Index plans: the random batches every system gathers, in the same order
 //! (`benches/DATA.md`, "Index plans").
 
-use crate::splitmix::SplitMix64;
+use crate::splitmix::output;
 
 /// Batch size of every plan.
 pub const BATCH: usize = 256;
@@ -19,24 +19,24 @@ pub const BATCH: usize = 256;
 /// If `n` is zero.
 pub fn plan(seed: u64, nb: usize, batch: usize, n: u64) -> Vec<Vec<u64>> {
     assert!(n > 0, "a plan needs at least one record");
-    let mut stream = SplitMix64::new(seed);
+    let draw = |b: usize, k: usize| output(seed, (b * batch + k) as u64) % n;
     (0..nb)
-        .map(|_| (0..batch).map(|_| stream.next_u64() % n).collect())
+        .map(|b| (0..batch).map(|k| draw(b, k)).collect())
         .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::splitmix::output;
+    use crate::splitmix::{GAMMA, mix};
 
     #[test]
     fn plan_follows_the_formula() {
-        let p = plan(6, 5, 7, 1000);
-        for (b, batch) in p.iter().enumerate() {
-            for (k, &i) in batch.iter().enumerate() {
-                assert_eq!(i, output(6, (b * 7 + k) as u64) % 1000);
-            }
+        // S(6) read in order, one output per index.
+        let mut state = 6u64;
+        for i in plan(6, 5, 7, 1000).into_iter().flatten() {
+            state = state.wrapping_add(GAMMA);
+            assert_eq!(i, mix(state) % 1000);
         }
     }
 }
