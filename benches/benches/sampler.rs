@@ -14,13 +14,12 @@
 //!
 //! `cargo bench -p zrecord-benches --bench sampler`
 
-use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkGroup, Criterion, Throughput, measurement::WallTime};
 use rand::distr::{Distribution, Uniform};
 use zrecord_benches::sampler_baselines::{
-    BATCH, LEN, SEED, fisher_yates_epoch, iid_random_range, small_rng, zsampler,
+    BATCH, BLOCK, EPOCH_BATCHES, LEN, SEED, epoch_baseline, iid_baseline, small_rng, zsampler,
 };
 use zsampler::Mode;
 
@@ -32,84 +31,46 @@ fn configure(group: &mut BenchmarkGroup<'_, WallTime>, elements: u64) {
         .measurement_time(Duration::from_secs(4));
 }
 
+/// Times the calls of an iteration that `setup` makes afresh for every sample.
+fn bench<I: FnMut() -> usize>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    setup: impl Fn() -> I,
+) {
+    group.bench_function(name, |b| b.iter(setup()));
+}
+
 fn bench_iid(c: &mut Criterion) {
     let mut group = c.benchmark_group("iid_1M_batch1024");
     configure(&mut group, BATCH as u64);
-
-    group.bench_function("smallrng_random_range", |b| {
-        let mut rng = small_rng(SEED);
-        let mut buffer = vec![0u64; BATCH];
-        b.iter(|| {
-            iid_random_range(&mut rng, LEN, &mut buffer);
-            black_box(&buffer);
-        });
-    });
-
-    group.bench_function("smallrng_uniform", |b| {
+    bench(&mut group, "smallrng_random_range", || iid_baseline(1));
+    bench(&mut group, "smallrng_uniform", || {
         let mut rng = small_rng(SEED);
         let uniform = Uniform::new(0, LEN).expect("non-empty range");
         let mut buffer = vec![0u64; BATCH];
-        b.iter(|| {
+        move || {
             for slot in &mut buffer {
                 *slot = uniform.sample(&mut rng);
             }
-            black_box(&buffer);
-        });
+            std::hint::black_box(&buffer);
+            BATCH
+        }
     });
-
-    group.bench_function("zsampler_iid", |b| {
-        let sampler = zsampler(Mode::Iid);
-        let mut buffer = vec![0u64; BATCH];
-        let mut step = 0;
-        b.iter(|| {
-            sampler.fill_batch(step, &mut buffer);
-            step += 1;
-            black_box(&buffer);
-        });
-    });
+    bench(&mut group, "zsampler_iid", || zsampler(Mode::Iid, 1));
     group.finish();
 }
 
 fn bench_cyclic(c: &mut Criterion) {
-    let steps = LEN / BATCH as u64;
     let mut group = c.benchmark_group("epoch_1M_batch1024");
-    configure(&mut group, steps * BATCH as u64);
-
-    group.bench_function("fisher_yates", |b| {
-        let mut rng = small_rng(SEED);
-        let mut permutation: Vec<u64> = (0..LEN).collect();
-        let mut buffer = vec![0u64; BATCH];
-        b.iter(|| {
-            // A fresh permutation per epoch, then the epoch's batches.
-            fisher_yates_epoch(&mut rng, &mut permutation, &mut buffer, |b| {
-                black_box(b);
-            });
-        });
+    configure(&mut group, EPOCH_BATCHES * BATCH as u64);
+    // A fresh permutation per epoch, then the epoch's batches.
+    bench(&mut group, "fisher_yates", epoch_baseline);
+    bench(&mut group, "zsampler_cyclic", || {
+        zsampler(Mode::Cyclic, EPOCH_BATCHES)
     });
-
-    for (name, mode) in [
-        ("zsampler_cyclic", Mode::Cyclic),
-        (
-            "zsampler_block",
-            Mode::Block {
-                block_size: 256,
-                window_blocks: 16,
-            },
-        ),
-    ] {
-        group.bench_function(name, |b| {
-            let sampler = zsampler(mode);
-            let mut buffer = vec![0u64; BATCH];
-            let mut step = 0;
-            b.iter(|| {
-                for _ in 0..steps {
-                    sampler.fill_batch(step, &mut buffer);
-                    step += 1;
-                    black_box(&buffer);
-                }
-            });
-        });
-    }
+    bench(&mut group, "zsampler_block", || {
+        zsampler(BLOCK, EPOCH_BATCHES)
+    });
     group.finish();
 }
 

@@ -2,33 +2,20 @@
 //! Rust user would write instead (the baselines of the criterion bench
 //! `sampler`), batch 1024 over 1M indices, interleaved rounds.
 
-use std::hint::black_box;
 use std::time::Duration;
 
 use zsampler::Mode;
 
 use super::measure::{Budget, Runner, interleaved, median};
 use super::report::{Report, Table, bold, fmt_ratio, fmt_seconds, yes_no};
-use crate::sampler_baselines::{
-    BATCH, LEN, SEED, fisher_yates_epoch, iid_random_range, small_rng, zsampler,
-};
+use crate::sampler_baselines::{BLOCK, EPOCH_BATCHES, epoch_baseline, iid_baseline, zsampler};
 
 /// Batches per iteration of the iid group.
 const IID_BATCHES: u64 = 1000;
 
-/// An iteration of `batches` batches of zsampler in `mode` per call, each
-/// going on where the last ended; returns the indices it produced.
-fn zsampler_batches(mode: Mode, batches: u64) -> Runner<'static> {
-    let sampler = zsampler(mode);
-    let (mut buf, mut step) = (vec![0u64; BATCH], 0);
-    Box::new(move |_: &[u64]| {
-        for _ in 0..batches {
-            sampler.fill_batch(step, &mut buf);
-            step += 1;
-            black_box(&buf);
-        }
-        batches as usize * BATCH
-    })
+/// An iteration as a [`Runner`] (which ignores the plan's batch).
+fn runner(mut iteration: impl FnMut() -> usize + 'static) -> Runner<'static> {
+    Box::new(move |_: &[u64]| iteration())
 }
 
 /// Measures the two groups (iid; one epoch of cyclic, block and the
@@ -44,7 +31,6 @@ pub fn run(quick: bool, report: &mut Report) -> Table {
         min_rounds,
         min_sample: Duration::ZERO,
     };
-    let steps = LEN / BATCH as u64;
     let mut table = Table::new(
         "(d) sampler index rates, batch 1024 over 1M indices, one core",
         &[
@@ -57,48 +43,24 @@ pub fn run(quick: bool, report: &mut Report) -> Table {
             "reached",
         ],
     );
-    let iid_baseline: Runner<'_> = {
-        let (mut rng, mut buf) = (small_rng(SEED), vec![0u64; BATCH]);
-        Box::new(move |_: &[u64]| {
-            for _ in 0..IID_BATCHES {
-                iid_random_range(&mut rng, LEN, &mut buf);
-                black_box(&buf);
-            }
-            IID_BATCHES as usize * BATCH
-        })
-    };
-    let epoch_baseline: Runner<'_> = {
-        let (mut rng, mut buf) = (small_rng(SEED), vec![0u64; BATCH]);
-        let mut permutation: Vec<u64> = (0..LEN).collect();
-        Box::new(move |_: &[u64]| {
-            fisher_yates_epoch(&mut rng, &mut permutation, &mut buf, |b| {
-                black_box(b);
-            });
-            (steps * BATCH as u64) as usize
-        })
-    };
-    let iid = zsampler_batches(Mode::Iid, IID_BATCHES);
-    let cyclic = zsampler_batches(Mode::Cyclic, steps);
-    let block = Mode::Block {
-        block_size: 256,
-        window_blocks: 16,
-    };
-    let block = zsampler_batches(block, steps);
+    let epoch = |mode| runner(zsampler(mode, EPOCH_BATCHES));
+    let iid = runner(zsampler(Mode::Iid, IID_BATCHES));
+    let (iid_base, epoch_base) = (runner(iid_baseline(IID_BATCHES)), runner(epoch_baseline()));
     // Per group, the baseline first: (system, target G/s, its iteration).
     let groups: [(_, Vec<(_, Option<f64>, _)>); 2] = [
         (
             "iid, 1000 batches",
             vec![
-                ("SmallRng + random_range (baseline)", None, iid_baseline),
+                ("SmallRng + random_range (baseline)", None, iid_base),
                 ("zsampler iid", Some(1.0), iid),
             ],
         ),
         (
             "one epoch, 976 batches",
             vec![
-                ("Fisher–Yates per epoch (baseline)", None, epoch_baseline),
-                ("zsampler cyclic", Some(0.2), cyclic),
-                ("zsampler block (256 × 16)", None, block),
+                ("Fisher–Yates per epoch (baseline)", None, epoch_base),
+                ("zsampler cyclic", Some(0.2), epoch(Mode::Cyclic)),
+                ("zsampler block (256 × 16)", None, epoch(BLOCK)),
             ],
         ),
     ];
