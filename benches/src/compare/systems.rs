@@ -292,7 +292,8 @@ pub(crate) enum Zrecord {
 
 impl Zrecord {
     /// Creates a store of `source`'s records with `codec` at `path`, appends
-    /// them in appends of about 64 MiB (dense) or 16 MiB (ragged), and syncs it.
+    /// them in appends of about 64 MiB (dense) or 16 Mi tokens (ragged), and
+    /// syncs it.
     pub(crate) fn write(path: &Path, source: &Source, codec: Codec) -> zrecord::Result<Zrecord> {
         Ok(match source {
             Source::Dense { data, shape } => {
@@ -306,12 +307,10 @@ impl Zrecord {
             }
             Source::Ragged(data) => {
                 let store = RaggedStore::<i32>::create(path, codec)?;
-                let (mut first, o) = (0, &data.offsets);
+                let (mut first, starts) = (0, &data.offsets[..data.len()]);
                 while first < data.len() {
-                    let mut last = first;
-                    while last < data.len() && o[last] - o[first] < (16 << 20) {
-                        last += 1;
-                    }
+                    let rest = &starts[first..];
+                    let last = first + rest.partition_point(|&o| o - rest[0] < (16 << 20));
                     let records: Vec<&[i32]> = (first..last).map(|r| data.record(r)).collect();
                     store.append_slices(&records)?;
                     first = last;
