@@ -2,9 +2,8 @@
 //! generated bit-exactly, their index plans, and the comparison harness.
 //!
 //! - [`splitmix`]: the SplitMix64 streams `S(seed)` and `bytes(seed)`;
-//! - [`workloads`]: (a) dense 256 KiB, (b) dense 784 B, (c) ragged tokens —
-//!   full size (checked against DATA.md's SHA-256) or a prefix of fewer
-//!   records for quick runs (the same generator; prefixes have no checksum);
+//! - [`workloads`]: (a) dense 256 KiB, (b) dense 784 B, (c) ragged tokens,
+//!   full size or a prefix of fewer records for quick runs;
 //! - [`plans`]: the random batches `plan(seed, nb, B, N)`;
 //! - [`checksum`]: SHA-256 of the arrays;
 //! - [`sampler_baselines`]: what one would write instead of zsampler;

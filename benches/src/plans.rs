@@ -7,16 +7,13 @@ use crate::splitmix::output;
 pub const BATCH: usize = 256;
 
 /// `plan(seed, nb, B, N)[b][k] = S(seed).o_{b*B + k} mod N`: `nb` batches of
-/// `batch` indices into `0..n`.
+/// `batch` indices into `0..n` (panics if `n` is zero).
 ///
 /// ```
 /// let p = zrecord_benches::plans::plan(5, 3, 4, 10);
 /// assert_eq!((p.len(), p[2].len()), (3, 4));
 /// assert!(p.iter().flatten().all(|&i| i < 10));
 /// ```
-///
-/// # Panics
-/// If `n` is zero.
 pub fn plan(seed: u64, nb: usize, batch: usize, n: u64) -> Vec<Vec<u64>> {
     assert!(n > 0, "a plan needs at least one record");
     let draw = |b: usize, k: usize| output(seed, (b * batch + k) as u64) % n;

@@ -54,10 +54,7 @@ impl DenseWorkload {
     }
 
     /// The first `records` records (all of them for `self.records`), laid end
-    /// to end: `records * record_bytes()` bytes.
-    ///
-    /// # Panics
-    /// If `records` exceeds the full workload's count.
+    /// to end: `records * record_bytes()` bytes. Panics above the full count.
     pub fn generate(&self, records: usize) -> Vec<u8> {
         assert!(
             records <= self.records,
@@ -75,10 +72,8 @@ impl DenseWorkload {
         data
     }
 
-    /// Checks generated `data` against DATA.md's SHA-256 (full size only).
-    ///
-    /// # Errors
-    /// A message naming the array when full-size data differs.
+    /// Checks generated `data` against DATA.md's SHA-256 (full size only); the
+    /// error names the array.
     pub fn verify(&self, data: &[u8]) -> Result<Verified, String> {
         if data.len() != self.records * self.record_bytes() {
             return Ok(Verified::PrefixUnchecked);
@@ -153,10 +148,8 @@ pub struct RaggedTokens {
 }
 
 impl RaggedTokens {
-    /// The first `records` records of (c) (all of them for [`RAGGED_RECORDS`]).
-    ///
-    /// # Panics
-    /// If `records` exceeds [`RAGGED_RECORDS`].
+    /// The first `records` records of (c) (all of them for [`RAGGED_RECORDS`]);
+    /// panics above it.
     pub fn generate(records: usize) -> RaggedTokens {
         assert!(
             records <= RAGGED_RECORDS,
@@ -173,17 +166,7 @@ impl RaggedTokens {
             total += len as usize;
             offsets.push(total);
         }
-        let mut tokens = vec![0i32; total];
-        const PIECE: usize = 1 << 16;
-        tokens
-            .par_chunks_mut(PIECE)
-            .enumerate()
-            .for_each(|(piece, out)| {
-                let first = (piece * PIECE) as u64;
-                for (j, t) in out.iter_mut().enumerate() {
-                    *t = token(first + j as u64);
-                }
-            });
+        let tokens = (0..total as u64).into_par_iter().map(token).collect();
         RaggedTokens {
             lengths,
             offsets,
@@ -206,10 +189,8 @@ impl RaggedTokens {
         &self.tokens[self.offsets[r]..self.offsets[r + 1]]
     }
 
-    /// Checks lengths and tokens against DATA.md's SHA-256 (full size only).
-    ///
-    /// # Errors
-    /// A message naming the first array that differs.
+    /// Checks lengths and tokens against DATA.md's SHA-256 (full size only);
+    /// the error names the first array that differs.
     pub fn verify(&self) -> Result<Verified, String> {
         if self.len() != RAGGED_RECORDS {
             return Ok(Verified::PrefixUnchecked);
@@ -267,42 +248,10 @@ mod tests {
         assert_eq!(long.lengths[..20], short.lengths[..]);
         assert_eq!(long.tokens[..short.tokens.len()], short.tokens[..]);
         assert_eq!(short.verify(), Ok(Verified::PrefixUnchecked));
+        assert_eq!(short.offsets[20], short.tokens.len());
+        assert_eq!(short.record(1).len(), short.lengths[1] as usize);
     }
 
-    #[test]
-    fn generators_follow_the_formulas() {
-        // A direct, slow transcription of DATA.md for a few records.
-        let b = |seed: u64, n: usize| crate::splitmix::byte(seed, n as u64);
-        let a = DENSE_A.generate(3);
-        for r in 0..3usize {
-            for (y, x) in [(0, 0), (1, 7), (300, 511), (511, 256)] {
-                let i = (r * 512 + y) * 512 + x;
-                let v = ((x >> 1) + (y >> 1) + 3 * r + (b(1, i) & 3) as usize) % 256;
-                assert_eq!(a[i], v as u8, "a r{r} y{y} x{x}");
-            }
-        }
-        let d = DENSE_B.generate(40);
-        for (i, &got) in d.iter().enumerate() {
-            let (r, y, x) = (i / 784, (i / 28) % 28, i % 28);
-            let radius = (6 + r % 7) as i64;
-            let (cx, cy) = ((12 + r % 5) as i64, (13 + r % 3) as i64);
-            let (dx, dy) = (x as i64 - cx, y as i64 - cy);
-            let want = if dx * dx + dy * dy < radius * radius {
-                128 + (b(2, i) & 127)
-            } else {
-                0
-            };
-            assert_eq!(got, want, "b r{r} y{y} x{x}");
-        }
-        let c = RaggedTokens::generate(30);
-        assert!(c.lengths.iter().all(|&l| (16..=2048).contains(&l)));
-        assert_eq!(c.offsets[30], c.tokens.len());
-        assert!(c.tokens.iter().all(|&t| (0..50_257).contains(&t)));
-        assert_eq!(c.record(1).len(), c.lengths[1] as usize);
-    }
-
-    /// Generates every full-size workload and checks it against DATA.md
-    /// (about 1 GB of data; run with `--ignored --release`).
     #[test]
     #[ignore = "generates ~1 GB; run with --release -- --ignored"]
     fn full_checksums() {
