@@ -22,9 +22,6 @@ pub(crate) struct Dense {
 impl Dense {
     /// Writes `data` (records of `shape[1..]`, `shape[0]` of them) to a new
     /// HDF5 file at `path`, makes it durable, and opens it for reading.
-    ///
-    /// # Errors
-    /// HDF5 and I/O errors.
     pub(crate) fn write(path: &Path, data: &[u8], shape: &[usize]) -> Result<Dense> {
         {
             let file = hdf5::File::create(path)?;

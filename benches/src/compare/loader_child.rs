@@ -18,7 +18,6 @@ use crate::checksum::sha256_hex;
 
 /// The flag that makes `compare` a loader child.
 pub(crate) const CHILD_FLAG: &str = "--loader-child";
-/// The prefix of the result line.
 pub(crate) const RESULT_PREFIX: &str = "LOADER-RESULT ";
 /// Batch size of workload (e).
 pub(crate) const BATCH: u64 = 256;
@@ -44,7 +43,6 @@ pub(crate) struct ChildConfig {
     pub(crate) workers: Option<usize>,
     /// Steps run before timing.
     pub(crate) warmup: u64,
-    /// Steps timed.
     pub(crate) steps: u64,
     /// Seconds the consumer sleeps per step (a training step that leaves the CPU free).
     pub(crate) consumer_sleep_s: f64,
@@ -166,7 +164,6 @@ fn loader_steps(
     })
 }
 
-/// The sampler of every run over `records` records.
 pub(crate) fn sampler(records: u64) -> Result<Sampler> {
     Ok(Sampler::builder(records, BATCH)
         .seed(SEED)
