@@ -69,12 +69,9 @@ pub(crate) fn write(path: &Path, column: ArrayRef) -> Result<()> {
     let mut writer = FileWriter::try_new(file, batch.schema().as_ref())?;
     writer.write(&batch)?;
     writer.finish()?;
-    let file = writer
-        .into_inner()?
-        .into_inner()
-        .map_err(|e| e.into_error())?;
-    file.sync_all()?;
-    Ok(())
+    let buffered = writer.into_inner()?;
+    let file = buffered.into_inner().map_err(|e| e.into_error())?;
+    Ok(file.sync_all()?)
 }
 
 /// A memory-mapped Arrow IPC file, gathered with arrow's `take` kernel

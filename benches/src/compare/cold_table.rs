@@ -31,18 +31,14 @@ const COLD_LIMIT: f64 = 0.01;
 
 /// Builds a raw store of each workload and times cold gathers of it.
 pub fn run(quick: bool, report: &mut Report) -> Result<Table> {
+    #[rustfmt::skip]
+    let columns = [
+        "workload", "order", "fio limit", "mapped", "direct",
+        "direct / fio", "direct / mapped", "loader / direct",
+    ];
     let mut table = Table::new(
         "Cold reads: random batches of 256 from disk (pages evicted before each round)",
-        &[
-            "workload",
-            "order",
-            "fio limit",
-            "mapped",
-            "direct",
-            "direct / fio",
-            "direct / mapped",
-            "loader / direct",
-        ],
+        &columns,
     );
     for workload in [
         Workload::Dense(DENSE_A),
@@ -57,11 +53,8 @@ pub fn run(quick: bool, report: &mut Report) -> Result<Table> {
         let path = dir.path().join("store");
         drop(Zrecord::write(&path, &source, Codec::Raw)?);
         let large = letter == 'a';
-        let limit = fio(
-            &path.join("0.chunk"),
-            if large { "256k" } else { "4k" },
-            quick,
-        );
+        let bs = if large { "256k" } else { "4k" };
+        let limit = fio(&path.join("0.chunk"), bs, quick);
         let batches = match (quick, large) {
             (true, _) => 2,
             (false, true) => 6,
@@ -95,7 +88,7 @@ pub fn run(quick: bool, report: &mut Report) -> Result<Table> {
             ] {
                 report.push(letter, &format!("{system} {order}"), "rate", rate, unit);
             }
-            table.row(vec![
+            table.rows.push(vec![
                 format!("({letter})"),
                 order.into(),
                 fio_rate.map_or("no fio".into(), |r| format!("{} {unit}", fmt_num(r))),
@@ -111,7 +104,8 @@ pub fn run(quick: bool, report: &mut Report) -> Result<Table> {
             ]);
         }
     }
-    if !has_fio() {
+    let fio_runs = Command::new("fio").arg("--version").output();
+    if !fio_runs.is_ok_and(|o| o.status.success()) {
         table.note("fio is not installed here: no limits measured (Debian package `fio`).");
     }
     table.note(format!(
@@ -149,9 +143,7 @@ fn cold<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<Option<T>> {
     f().map(Some)
 }
 
-/// Opens the store for explicit reads and runs a loader (default workers
-/// and prefetch, independent batches of 256) for `batches` steps, start-up
-/// included: records/s.
+/// A loader's records/s over `batches` steps of explicit reads, start-up included.
 fn loader_rate(path: &Path, seed: u64, batches: usize) -> Result<f64> {
     let options = OpenOptions::new().read_only(true).io(Io::Direct);
     let start = Instant::now();
@@ -179,11 +171,6 @@ fn gather_rates(path: &Path, source: &Source, io: Io, plan: &[Vec<u64>]) -> Resu
     let secs = start.elapsed().as_secs_f64();
     let records = plan.iter().map(Vec::len).sum::<usize>();
     Ok((records as f64 / secs, bytes as f64 / secs))
-}
-
-fn has_fio() -> bool {
-    let out = Command::new("fio").arg("--version").output();
-    out.is_ok_and(|o| o.status.success())
 }
 
 /// `fio`'s random reads of `bs` at iodepth 32 on `file` (`O_DIRECT`):

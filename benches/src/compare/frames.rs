@@ -60,7 +60,6 @@ impl Frames {
         let chunks = (0..=u32_at(&meta, 6))
             .map(|n| super::disk::map(&dir.join(format!("{n}.chunk"))))
             .collect::<io::Result<Vec<_>>>()?;
-        // The frames end to end, as a chunk holds them.
         let (mut bytes, mut starts) = (Vec::new(), vec![0]);
         for phys in (0..length).step_by(group as usize) {
             let at = ((phys % per_segment) * 16) as usize;
@@ -82,17 +81,15 @@ impl Frames {
             ),
             _ => None,
         };
-        let (source, out) = (source.clone(), Out::default());
         Ok(Frames {
             bytes,
             starts,
             ddict,
-            source,
-            out,
+            source: source.clone(),
+            out: Out::default(),
         })
     }
 
-    /// Total bytes of all frames.
     pub(crate) fn compressed_bytes(&self) -> u64 {
         self.bytes.len() as u64
     }
@@ -123,12 +120,12 @@ impl System for Frames {
 /// Compressed size of `source`'s records in groups of `per_group`
 /// consecutive records, each group one zstd level-3 frame (in parallel).
 pub(crate) fn grouped_bytes(source: &Source, per_group: usize) -> u64 {
-    let n = source.len();
+    let (n, cuts) = (source.len(), source.cuts());
     let groups: Vec<Range<usize>> = (0..n)
         .step_by(per_group)
         .map(|first| {
             let last = (first + per_group).min(n) - 1;
-            source.range(first as u64).start..source.range(last as u64).end
+            cuts.range(first as u64).start..cuts.range(last as u64).end
         })
         .collect();
     let cctx = || {

@@ -40,7 +40,7 @@ pub fn run(quick: bool, report: &mut Report) -> Result<Table> {
             report.push(*letter, &system, "write", speed, "MiB/s");
             let mark = (level == ZSTD_DICT_LEVEL).then_some(" (default)");
             let mark = mark.unwrap_or_default();
-            table.row(vec![
+            table.rows.push(vec![
                 format!("({letter})"),
                 format!("{level}{mark}"),
                 fmt_num(speed),

@@ -3,11 +3,9 @@
 //! runs every configuration in a child process ([`super::loader_child`])
 //! and makes the table.
 //!
-//! Peak RSS is measured in the child (the `compare` binary re-executed with
-//! [`CHILD_FLAG`]), which opens the stores from disk: its `VmHWM` holds only
-//! the run's own memory. The stores are read through memory maps, so their
-//! pages count as file-backed resident memory; the table shows that part
-//! apart, and the bound counts it with the store handles.
+//! Peak RSS is the child's `VmHWM`. The stores are read through memory maps,
+//! whose pages count as file-backed resident memory; the table shows that
+//! part apart, and the bound counts it with the store handles.
 
 use std::process::{Command, Stdio};
 
@@ -184,11 +182,8 @@ fn measure(
     }
     if full {
         for (workers, s) in [(1, ""), (4, "s")] {
-            go(
-                format!("zrecord-loader, {workers} worker{s}"),
-                Some(workers),
-                0.0,
-            )?;
+            let label = format!("zrecord-loader, {workers} worker{s}");
+            go(label, Some(workers), 0.0)?;
         }
         let sleep = 1.5 * median(&bare_gather);
         let label = format!(
@@ -205,16 +200,10 @@ fn measure(
 }
 
 fn tabulate(sets: &[DataSet], reps: usize, report: &mut Report) -> (Table, Vec<Vec<String>>) {
+    #[rustfmt::skip]
     let columns = [
-        "data",
-        "run",
-        "batches/s>",
-        "× bare loop>",
-        "consumer wait>",
-        "peak RSS>",
-        "of it store maps>",
-        "RSS bound>",
-        "within",
+        "data", "run", "batches/s>", "× bare loop>", "consumer wait>",
+        "peak RSS>", "of it store maps>", "RSS bound>", "within",
     ];
     let mut table = Table::new(
         "(e) loader end to end, batch 256: data (a) and (b) with i64 labels, (c) tokens padded per batch",
@@ -249,7 +238,7 @@ fn tabulate(sets: &[DataSet], reps: usize, report: &mut Report) -> (Table, Vec<V
             }
             let mib = |b: f64| format!("{:.0} MiB", b / MIB);
             let only_loader = |cell: String| if loader { cell } else { "—".into() };
-            table.row(vec![
+            table.rows.push(vec![
                 data.clone(),
                 bold(label, loader),
                 fmt_num(rate),

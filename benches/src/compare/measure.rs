@@ -19,6 +19,17 @@ pub struct Budget {
     pub min_sample: Duration,
 }
 
+impl Budget {
+    /// A budget of `total` and `min_sample` milliseconds.
+    pub fn millis(total: u64, min_rounds: usize, min_sample: u64) -> Budget {
+        Budget {
+            total: Duration::from_millis(total),
+            min_rounds,
+            min_sample: Duration::from_millis(min_sample),
+        }
+    }
+}
+
 /// One system's samples.
 #[derive(Clone, Debug, Default)]
 pub struct Sampled {
@@ -144,14 +155,10 @@ pub fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
 /// Page faults of this process so far, (minor, major), from `/proc/self/stat`
 /// (zeros where it is missing).
 pub fn faults() -> (u64, u64) {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return (0, 0);
-    };
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     // Fields after the command name (which may hold spaces): state is field 3,
     // minflt field 10, majflt field 12.
-    let Some((_, rest)) = stat.rsplit_once(')') else {
-        return (0, 0);
-    };
+    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
     let fields: Vec<&str> = rest.split_whitespace().collect();
     let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse().ok()).unwrap_or(0);
     (field(10), field(12))
@@ -199,12 +206,7 @@ mod tests {
             Box::new(|batch: &[u64]| batch.len() * 8),
             Box::new(|batch: &[u64]| std::hint::black_box(batch.len() * 8)),
         ];
-        let budget = Budget {
-            total: Duration::ZERO,
-            min_rounds: 5,
-            min_sample: Duration::ZERO,
-        };
-        let (sampled, rounds) = interleaved(&mut runners, &plan, budget);
+        let (sampled, rounds) = interleaved(&mut runners, &plan, Budget::millis(0, 5, 0));
         assert_eq!((rounds, sampled.len()), (5, 2));
         for s in &sampled {
             assert_eq!(s.round_bytes, vec![24.0; 5]);

@@ -3,14 +3,12 @@
 //! workloads of `benches/DATA.md`, printed as tables (and JSON). A module
 //! per table (`*_table`; (e) measures in child processes, `loader_child`, so
 //! peak RSS is the loader's own), and the pieces they share: the gathering
-//! systems (`systems`: the limits, zrecord, and the `peers`), their copies
-//! and decoded frames (`copy`, `frames`), timing ([`measure`]), memory
+//! systems (`systems`, `peers`, `frames`), timing ([`measure`]), memory
 //! (`rss`), the machine ([`machine`]) and the output ([`report`]).
 
 #[cfg(feature = "peers")]
 mod arrow_ipc;
 pub mod cold_table;
-mod copy;
 mod disk;
 mod frames;
 #[cfg(feature = "hdf5")]

@@ -40,22 +40,16 @@ pub(crate) fn write_all(source: &Source, dir: &Path, notes: &mut Vec<String>) ->
     };
     let arrays: Vec<Array<'_>> = match source {
         Source::Dense { data, shape } => {
-            vec![(
-                "records",
-                DType::U8,
-                vec![source.len(), shape[0], shape[1]],
-                data,
-            )]
+            let shape = vec![source.len(), shape[0], shape[1]];
+            vec![("records", DType::U8, shape, data)]
         }
-        Source::Ragged(d) => vec![
-            ("tokens", DType::I32, vec![d.tokens.len()], source.bytes()),
-            (
-                "offsets",
-                DType::I64,
-                vec![offsets64.len()],
-                bytemuck::cast_slice(&offsets64),
-            ),
-        ],
+        Source::Ragged(d) => {
+            let offsets = bytemuck::cast_slice(&offsets64);
+            vec![
+                ("tokens", DType::I32, vec![d.tokens.len()], source.bytes()),
+                ("offsets", DType::I64, vec![offsets64.len()], offsets),
+            ]
+        }
     };
     let paths: Vec<_> = arrays
         .iter()
@@ -71,10 +65,8 @@ pub(crate) fn write_all(source: &Source, dir: &Path, notes: &mut Vec<String>) ->
     let data = disk::open_npy(&paths[0])?;
     let offsets = paths.get(1).map(|p| disk::open_npy(p)).transpose()?;
     let system = Box::new(Mapped::new(source, data, offsets)?);
-    let mut on_disk = 0;
-    for path in &paths {
-        on_disk += allocated_bytes(path)?;
-    }
+    let sizes = paths.iter().map(|p| allocated_bytes(p));
+    let on_disk = sizes.sum::<std::io::Result<u64>>()?;
     #[cfg_attr(not(any(feature = "peers", feature = "hdf5")), allow(unused_mut))]
     let mut peers = vec![Peer {
         name: named(source, "mmap .npy", "mmap .npy (values + offsets)"),
@@ -135,7 +127,6 @@ fn with_peers(
         system: Box::new(arrow_ipc::Arrow::open(&path)?),
     });
 
-    // safetensors: the arrays as tensors, memory-mapped.
     let path = dir.join(format!("{stem}.safetensors"));
     let (written, write_s) = timed(|| -> Result<()> {
         let views = arrays.iter().map(|(name, dtype, shape, bytes)| {

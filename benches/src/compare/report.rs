@@ -82,11 +82,6 @@ impl Table {
         }
     }
 
-    /// Adds a row.
-    pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
-    }
-
     /// Adds a note.
     pub fn note(&mut self, note: impl Into<String>) {
         self.notes.push(note.into());
@@ -183,7 +178,7 @@ mod tests {
     #[test]
     fn markdown_and_formats() {
         let mut t = Table::new("x", &["system", "MiB/s>"]);
-        t.row(vec!["a".into(), "1".into()]);
+        t.rows.push(vec!["a".into(), "1".into()]);
         t.note("n");
         let md = t.to_markdown();
         assert!(md.contains("| system | MiB/s |\n|---|---:|\n| a | 1 |\n\nn\n"));

@@ -2,8 +2,6 @@
 //! Rust user would write instead (the baselines of the criterion bench
 //! `sampler`), batch 1024 over 1M indices, interleaved rounds.
 
-use std::time::Duration;
-
 use zsampler::Mode;
 
 use super::measure::{Budget, Runner, interleaved, median};
@@ -21,28 +19,14 @@ fn runner(mut iteration: impl FnMut() -> usize + 'static) -> Runner<'static> {
 /// Measures the two groups (iid; one epoch of cyclic, block and the
 /// Fisher–Yates baseline) and returns the table.
 pub fn run(quick: bool, report: &mut Report) -> Table {
-    let (total, min_rounds) = if quick {
-        (Duration::from_millis(100), 3)
-    } else {
-        (Duration::from_secs(6), 15)
-    };
-    let budget = Budget {
-        total,
-        min_rounds,
-        min_sample: Duration::ZERO,
-    };
-    let mut table = Table::new(
-        "(d) sampler index rates, batch 1024 over 1M indices, one core",
-        &[
-            "group",
-            "system",
-            "median / iteration>",
-            "G indices/s>",
-            "× baseline>",
-            "target",
-            "reached",
-        ],
-    );
+    let (total, min_rounds) = if quick { (100, 3) } else { (6_000, 15) };
+    let budget = Budget::millis(total, min_rounds, 0);
+    #[rustfmt::skip]
+    let columns = [
+        "group", "system", "median / iteration>", "G indices/s>", "× baseline>", "target", "reached",
+    ];
+    let title = "(d) sampler index rates, batch 1024 over 1M indices, one core";
+    let mut table = Table::new(title, &columns);
     let epoch = |mode| runner(zsampler(mode, EPOCH_BATCHES));
     let iid = runner(zsampler(Mode::Iid, IID_BATCHES));
     let (iid_base, epoch_base) = (runner(iid_baseline(IID_BATCHES)), runner(epoch_baseline()));
@@ -83,7 +67,7 @@ pub fn run(quick: bool, report: &mut Report) -> Table {
                 Some(t) => (format!("≥ {t} G/s"), yes_no(rate >= *t)),
                 None => (String::new(), String::new()),
             };
-            table.row(vec![
+            table.rows.push(vec![
                 group.to_string(),
                 bold(name, name.starts_with("zsampler")),
                 fmt_seconds(secs),

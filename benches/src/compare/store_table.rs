@@ -5,7 +5,6 @@
 use std::hint::black_box;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use zrecord::{Codec, DictTier, OpenOptions};
 
@@ -15,7 +14,7 @@ use super::frames::grouped_bytes;
 use super::measure::{self, Budget, Runner, Sampled, timed};
 use super::peers;
 use super::report::{MIB, Report, Table, bold, fmt_bytes, fmt_num, fmt_ratio, fmt_seconds};
-use super::systems::{self, InMemory, Memcpy, Source, System, Zrecord};
+use super::systems::{self, InMemory, Memcpy, Out, Source, System, Zrecord};
 use crate::plans::{BATCH, plan};
 use crate::workloads::{DenseWorkload, RAGGED_PLAN_SEED, RAGGED_RECORDS, RaggedTokens};
 
@@ -106,11 +105,11 @@ pub fn run(
     let mut entries: Vec<Entry> = vec![
         (
             Meta::limit("in-memory gather (limit)", Stored::Nothing, true),
-            Box::new(InMemory::new(&source)),
+            Box::new(InMemory(source.clone(), Out::default())),
         ),
         (
             Meta::limit("memcpy (limit)", Stored::Nothing, false),
-            Box::new(Memcpy::new(&source)),
+            Box::new(Memcpy(source.clone(), Vec::new())),
         ),
     ];
 
@@ -121,11 +120,8 @@ pub fn run(
         store.map(|store| (store, s))
     };
     let (raw, raw_s) = write("zr-raw", &Codec::Raw)?;
-    let mut compressed = vec![(
-        "zstd".to_string(),
-        Codec::Zstd,
-        write("zr-zstd", &Codec::Zstd)?,
-    )];
+    let zstd = write("zr-zstd", &Codec::Zstd)?;
+    let mut compressed = vec![("zstd".to_string(), Codec::Zstd, zstd)];
     for &tier in tiers {
         let (dict, train_s) = timed(|| raw.train_dict(tier));
         let (dict, label) = (dict?, format!("zstd_dict {}", tier.name()));
@@ -218,7 +214,6 @@ fn huge_page_note(dir: &Path) -> String {
 enum Role {
     /// A physical limit, or a ratio reference.
     Reference,
-    /// A zrecord store.
     Zrecord,
     /// Another store a Rust user could pick.
     Peer,
@@ -238,13 +233,10 @@ enum Stored {
 /// One row of a store table.
 #[derive(Clone, Debug)]
 struct Meta {
-    /// Name for the table.
     name: String,
-    /// What it is.
     role: Role,
     /// Seconds to write the whole workload durably, if it writes.
     write_s: Option<f64>,
-    /// Its bytes.
     stored: Stored,
     /// The row (index) whose gather is this row's limit.
     limit: Option<usize>,
@@ -254,7 +246,6 @@ struct Meta {
 }
 
 impl Meta {
-    /// A limit or reference row.
     fn limit(name: &str, stored: Stored, checked: bool) -> Meta {
         Meta {
             name: name.into(),
@@ -299,16 +290,6 @@ fn run_plan(seed: u64, records: usize, quick: bool) -> Vec<Vec<u64>> {
     plan(seed, nb, BATCH, records as u64)
 }
 
-/// Timing budget of one store table.
-fn budget(quick: bool) -> Budget {
-    let (total, min_rounds, min_sample) = if quick { (200, 3, 1) } else { (20_000, 7, 3) };
-    Budget {
-        total: Duration::from_millis(total),
-        min_rounds,
-        min_sample: Duration::from_millis(min_sample),
-    }
-}
-
 /// Warms every row up (every record once, in order, in batches of
 /// [`BATCH`]: every page a system reads comes into memory and its maps),
 /// times them side by side over `plan`, and makes the table and the JSON
@@ -342,23 +323,17 @@ fn measure_and_report(
         });
         eprintln!("  warm-up {}: {s:.2} s", meta.name);
     }
-    let (mut samples, rounds) = measure::interleaved(&mut runners, plan, budget(quick));
+    let (total, min_rounds, min_sample) = if quick { (200, 3, 1) } else { (20_000, 7, 3) };
+    let budget = Budget::millis(total, min_rounds, min_sample);
+    let (mut samples, rounds) = measure::interleaved(&mut runners, plan, budget);
     // No samples: the figures of a row that does not gather are NaN (dashes,
     // and no JSON rows).
     metas.push(ratio_only);
     samples.push(Sampled::default());
+    #[rustfmt::skip]
     let columns = [
-        "system",
-        "write MiB/s>",
-        "gather MiB/s>",
-        "k records/s>",
-        "p50 batch>",
-        "p95 batch>",
-        "on disk>",
-        "ratio>",
-        "× in-memory>",
-        "× its limit>",
-        "× best peer>",
+        "system", "write MiB/s>", "gather MiB/s>", "k records/s>", "p50 batch>", "p95 batch>",
+        "on disk>", "ratio>", "× in-memory>", "× its limit>", "× best peer>",
     ];
     let (letter, title) = (workload.spec().0, workload.title(source));
     let mut table = Table::new(title, &columns);
@@ -407,7 +382,7 @@ fn measure_and_report(
             let (name, major) = (&meta.name, sample.faults.1);
             faulting.push(format!("{name} {faults:.0} (major {major})"));
         }
-        table.row(vec![
+        table.rows.push(vec![
             bold(&meta.name, meta.role == Role::Zrecord),
             fmt_num(write),
             fmt_num(mib_s),

@@ -40,7 +40,8 @@ pub fn targets(report: &Report, loader: &[Vec<String>]) -> Table {
             .find(|r| r.workload == workload && r.system == system && r.metric == metric);
         if let Some(row) = row {
             let measured = format!("{:.2}{unit}", row.value);
-            table.row(target(what.into(), goal_text, measured, row.value >= goal));
+            let cells = target(what.into(), goal_text, measured, row.value >= goal);
+            table.rows.push(cells);
         }
     }
     table.rows.extend_from_slice(loader);

@@ -7,9 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rayon::prelude::*;
+use zrecord::gather_policy::{PARALLEL_COPY_BYTES, PIECES_PER_THREAD};
 use zrecord::{Codec, DenseStore, DictTier, Dictionary, OpenOptions, RaggedBatch, RaggedStore};
 
-use super::copy;
 use super::disk::Region;
 use super::frames::Frames;
 use crate::workloads::RaggedTokens;
@@ -50,15 +50,10 @@ impl Source {
         }
     }
 
-    /// Where record `i` lies in [`bytes`](Self::bytes).
-    pub(crate) fn range(&self, i: u64) -> Range<usize> {
-        self.cuts().range(i)
-    }
-
     /// Every record's bytes, in order.
     pub(crate) fn records(&self) -> Vec<&[u8]> {
         (0..self.len() as u64)
-            .map(|i| &self.bytes()[self.range(i)])
+            .map(|i| &self.bytes()[self.cuts().range(i)])
             .collect()
     }
 }
@@ -67,9 +62,7 @@ impl Source {
 /// 0, one past the last record) and the element size in bytes.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Cuts<'a> {
-    /// Records of this many bytes.
     Width(usize),
-    /// `usize` offsets.
     Offsets(&'a [usize], usize),
     /// Arrow's `i32` offsets of 4-byte elements.
     #[cfg_attr(not(feature = "peers"), allow(dead_code))]
@@ -90,7 +83,6 @@ impl Cuts<'_> {
         Some(start * size..end * size)
     }
 
-    /// Where record `i` lies.
     #[inline]
     pub(crate) fn range(&self, i: u64) -> Range<usize> {
         self.get(i as usize).expect("a record inside the offsets")
@@ -140,7 +132,7 @@ pub(crate) fn check(
     }
     for (k, &i) in batch.iter().enumerate() {
         let record = got.cuts.get(k).and_then(|r| got.bytes.get(r));
-        if record != Some(&source.bytes()[source.range(i)]) {
+        if record != Some(&source.bytes()[source.cuts().range(i)]) {
             return Err(format!(
                 "{name}: record {i} (position {k} of the batch) differs from the source"
             ));
@@ -172,7 +164,7 @@ impl Out {
             self.bytes
                 .par_chunks_mut(width)
                 .zip(indices.par_iter())
-                .with_min_len(copy::min_len(indices.len()))
+                .with_min_len(min_len(indices.len()))
                 .for_each(|(dst, &i)| fill(dst, i));
         } else {
             let chunks = self.bytes.chunks_mut(width).zip(indices);
@@ -210,7 +202,7 @@ impl Out {
                 rest = tail;
             }
             jobs.par_iter_mut()
-                .with_min_len(copy::min_len(indices.len()))
+                .with_min_len(min_len(indices.len()))
                 .for_each(|(dst, i)| fill(dst, *i));
         } else {
             for (k, &i) in indices.iter().enumerate() {
@@ -227,27 +219,66 @@ impl Out {
     pub(crate) fn copy(&mut self, src: &[u8], cuts: Cuts<'_>, indices: &[u64]) -> Packed<'_> {
         let n = indices.len();
         match cuts {
-            Cuts::Width(w) => self.fixed(w, indices, copy::parallel(n * w, n), |dst, i| {
+            Cuts::Width(w) => self.fixed(w, indices, parallel(n * w, n), |dst, i| {
                 dst.copy_from_slice(&src[i as usize * w..][..w]);
             }),
             _ => self.packed(
                 indices,
                 |i| cuts.range(i).len(),
-                |bytes| copy::parallel(bytes, n),
+                |bytes| parallel(bytes, n),
                 |dst, i| dst.copy_from_slice(&src[cuts.range(i)]),
             ),
         }
     }
 }
 
-/// The source itself, copied with zrecord's threads (the limit).
-pub(crate) struct InMemory(Source, Out);
+// Copies with zrecord's thread policy, so every uncompressed peer is
+// gathered "with the same threads": on the calling thread below
+// `PARALLEL_COPY_BYTES` per batch, across rayon's pool in
+// `PIECES_PER_THREAD` contiguous pieces per thread above (zrecord's own constants).
 
-impl InMemory {
-    pub(crate) fn new(source: &Source) -> Self {
-        InMemory(source.clone(), Out::default())
+/// Whether a copy of `bytes` in `records` records fans out.
+fn parallel(bytes: usize, records: usize) -> bool {
+    records > 1 && bytes >= PARALLEL_COPY_BYTES && rayon::current_num_threads() > 1
+}
+
+/// Items per parallel piece: a few pieces per thread, as zrecord splits.
+fn min_len(items: usize) -> usize {
+    items
+        .div_ceil(rayon::current_num_threads() * PIECES_PER_THREAD)
+        .max(1)
+}
+
+/// Copies `src` into `out` (same length) with the same policy: memcpy
+/// bandwidth with the gather's threads.
+fn memcpy(src: &[u8], out: &mut [u8]) {
+    if parallel(out.len(), 2) {
+        let piece = min_len(out.len());
+        out.par_chunks_mut(piece)
+            .zip(src.par_chunks(piece))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+    } else {
+        out.copy_from_slice(src);
     }
 }
+
+/// Fills `out` with `src` read from offset `start` on, wrapping around at
+/// its end (`src` may be shorter than `out`), each piece with [`memcpy`].
+fn memcpy_wrapping(src: &[u8], start: usize, out: &mut [u8]) {
+    assert!(!src.is_empty() || out.is_empty(), "nothing to copy from");
+    let mut at = start % src.len().max(1);
+    let mut rest = out;
+    while !rest.is_empty() {
+        let n = rest.len().min(src.len() - at);
+        let (dst, tail) = rest.split_at_mut(n);
+        memcpy(&src[at..at + n], dst);
+        rest = tail;
+        at = 0;
+    }
+}
+
+/// The source itself, copied with zrecord's threads (the limit).
+pub(crate) struct InMemory(pub(crate) Source, pub(crate) Out);
 
 impl System for InMemory {
     fn gather(&mut self, indices: &[u64]) -> Packed<'_> {
@@ -258,13 +289,7 @@ impl System for InMemory {
 /// One contiguous copy of as many bytes as the batch holds, from where its
 /// first record starts (memcpy bandwidth, same threads): not a gather, so
 /// never compared with the source.
-pub(crate) struct Memcpy(Source, Vec<u8>);
-
-impl Memcpy {
-    pub(crate) fn new(source: &Source) -> Self {
-        Memcpy(source.clone(), Vec::new())
-    }
-}
+pub(crate) struct Memcpy(pub(crate) Source, pub(crate) Vec<u8>);
 
 impl System for Memcpy {
     fn gather(&mut self, indices: &[u64]) -> Packed<'_> {
@@ -274,8 +299,8 @@ impl System for Memcpy {
             cuts => indices.iter().map(|&i| cuts.range(i).len()).sum(),
         };
         out.resize(total, 0);
-        let start = s.range(indices.first().copied().unwrap_or(0)).start;
-        copy::memcpy_wrapping(s.bytes(), start, out);
+        let start = s.cuts().range(indices.first().copied().unwrap_or(0)).start;
+        memcpy_wrapping(s.bytes(), start, out);
         Packed {
             bytes: out,
             cuts: Cuts::Width(total),
@@ -343,7 +368,6 @@ impl Zrecord {
         }
     }
 
-    /// A dictionary trained on the store's records.
     pub(crate) fn train_dict(&self, tier: DictTier) -> zrecord::Result<Dictionary> {
         match self {
             Zrecord::Dense(store, _) => store.train_dict(tier),
@@ -351,8 +375,7 @@ impl Zrecord {
         }
     }
 
-    /// The store's zstd frames in memory ([`Frames::from_store`]): one
-    /// physical record per record dense, two ragged (payload, then shape).
+    /// The store's zstd frames in memory ([`Frames::from_store`]).
     pub(crate) fn frames(&self, codec: &Codec, source: &Source) -> std::io::Result<Frames> {
         let group = 1 + u64::from(matches!(self, Zrecord::Ragged(..)));
         Frames::from_store(self.path(), codec, group, source)
@@ -393,8 +416,6 @@ pub(crate) struct Mapped {
 }
 
 impl Mapped {
-    /// `source`'s records in `data`: of its width, or `i32` tokens from
-    /// `offsets[r]` to `offsets[r + 1]` (`i64`), which ragged records need.
     pub(crate) fn new(
         source: &Source,
         data: Region,
@@ -464,8 +485,9 @@ mod tests {
             };
             let raw = write("raw", &Codec::Raw);
             let dict = Codec::ZstdDict(raw.train_dict(DictTier::Fast).unwrap());
+            let in_memory = InMemory(source.clone(), Out::default());
             let mut systems: Vec<(&str, Box<dyn System>)> =
-                vec![("in-memory", Box::new(InMemory::new(&source)))];
+                vec![("in-memory", Box::new(in_memory))];
             for (name, codec) in [("zstd", Codec::Zstd), ("dict", dict)] {
                 let store = write(name, &codec);
                 systems.push(("frames", Box::new(store.frames(&codec, &source).unwrap())));
@@ -483,10 +505,22 @@ mod tests {
                 check(name, system.as_mut(), &source, &[299, 0, 17, 17]).unwrap();
                 check(name, system.as_mut(), &source, &[5]).unwrap();
             }
-            let batch_bytes = source.range(3).len() + source.range(1).len();
-            let mut memcpy = Memcpy::new(&source);
+            let batch_bytes = source.cuts().range(3).len() + source.cuts().range(1).len();
+            let mut memcpy = Memcpy(source.clone(), Vec::new());
             assert_eq!(memcpy.gather(&[3, 1]).bytes.len(), batch_bytes);
-            assert!(check("wrong", &mut InMemory::new(&other), &source, &[7]).is_err());
+            let mut wrong = InMemory(other, Out::default());
+            assert!(check("wrong", &mut wrong, &source, &[7]).is_err());
         }
+    }
+
+    #[test]
+    fn copies_wrap_around() {
+        let src: Vec<u8> = (0..=255u8).cycle().take(8 << 20).collect();
+        let mut out = vec![0u8; src.len()];
+        memcpy(&src, &mut out);
+        assert_eq!(out, src);
+        let mut out = vec![0u8; 10];
+        memcpy_wrapping(&[1, 2, 3, 4], 3, &mut out);
+        assert_eq!(out, [4, 1, 2, 3, 4, 1, 2, 3, 4, 1]);
     }
 }
