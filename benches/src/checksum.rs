@@ -8,8 +8,8 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
-/// Lower-case hex SHA-256 of `values` as little-endian `u32`s, hashed a
-/// piece at a time.
+/// Lower-case hex SHA-256 of `values` as little-endian `u32`s (`i32`s cast
+/// with `bytemuck`), hashed a piece at a time.
 pub fn sha256_hex_u32(values: &[u32]) -> String {
     let mut hasher = Sha256::new();
     for piece in values.chunks(1 << 14) {
@@ -17,11 +17,6 @@ pub fn sha256_hex_u32(values: &[u32]) -> String {
         hasher.update(bytes);
     }
     hex(&hasher.finalize())
-}
-
-/// Lower-case hex SHA-256 of `values` as little-endian `i32`s.
-pub fn sha256_hex_i32(values: &[i32]) -> String {
-    sha256_hex_u32(bytemuck::cast_slice(values))
 }
 
 fn hex(digest: &[u8]) -> String {

@@ -24,11 +24,6 @@ pub const BLOCK: Mode = Mode::Block {
     window_blocks: 16,
 };
 
-/// A `SmallRng` seeded with `seed`.
-pub fn small_rng(seed: u64) -> SmallRng {
-    SmallRng::seed_from_u64(seed)
-}
-
 /// `batches` batches of zsampler in `mode` per call.
 pub fn zsampler(mode: Mode, batches: u64) -> impl FnMut() -> usize {
     let sampler = Sampler::builder(LEN, BATCH as u64)
@@ -47,73 +42,30 @@ pub fn zsampler(mode: Mode, batches: u64) -> impl FnMut() -> usize {
     }
 }
 
-/// The iid baseline: `batches` batches of [`iid_random_range`] per call.
+/// The iid baseline: `batches` batches of `SmallRng::random_range(0..LEN)`
+/// per call.
 pub fn iid_baseline(batches: u64) -> impl FnMut() -> usize {
-    let (mut rng, mut buf) = (small_rng(SEED), vec![0u64; BATCH]);
+    let (mut rng, mut buf) = (SmallRng::seed_from_u64(SEED), vec![0u64; BATCH]);
     move || {
         for _ in 0..batches {
-            iid_random_range(&mut rng, LEN, &mut buf);
+            buf.fill_with(|| rng.random_range(0..LEN));
             black_box(&buf);
         }
         batches as usize * BATCH
     }
 }
 
-/// The epoch baseline: one epoch of [`fisher_yates_epoch`] per call.
+/// The epoch baseline: per call, the materialised permutation shuffled
+/// (Fisher–Yates, `SliceRandom::shuffle`) and copied out batch by batch.
 pub fn epoch_baseline() -> impl FnMut() -> usize {
-    let (mut rng, mut buf) = (small_rng(SEED), vec![0u64; BATCH]);
+    let (mut rng, mut buf) = (SmallRng::seed_from_u64(SEED), vec![0u64; BATCH]);
     let mut permutation: Vec<u64> = (0..LEN).collect();
     move || {
-        fisher_yates_epoch(&mut rng, &mut permutation, &mut buf, |b| {
-            black_box(b);
-        });
+        permutation.shuffle(&mut rng);
+        for chunk in permutation.chunks_exact(BATCH) {
+            buf.copy_from_slice(chunk);
+            black_box(&buf);
+        }
         EPOCH_BATCHES as usize * BATCH
-    }
-}
-
-/// iid baseline: fills `batch` with `rng.random_range(0..len)`.
-#[inline]
-pub fn iid_random_range(rng: &mut SmallRng, len: u64, batch: &mut [u64]) {
-    for slot in batch {
-        *slot = rng.random_range(0..len);
-    }
-}
-
-/// Epoch baseline: shuffles the materialised `permutation` (Fisher–Yates,
-/// `SliceRandom::shuffle`), then copies it out batch by batch into `batch`,
-/// calling `sink` on every full batch (the remainder is dropped).
-#[inline]
-pub fn fisher_yates_epoch(
-    rng: &mut SmallRng,
-    permutation: &mut [u64],
-    batch: &mut [u64],
-    mut sink: impl FnMut(&[u64]),
-) {
-    permutation.shuffle(rng);
-    for chunk in permutation.chunks_exact(batch.len()) {
-        batch.copy_from_slice(chunk);
-        sink(batch);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn baselines_produce_valid_indices() {
-        let mut rng = small_rng(1);
-        let mut batch = vec![0u64; 64];
-        iid_random_range(&mut rng, 100, &mut batch);
-        assert!(batch.iter().all(|&i| i < 100));
-        let mut perm: Vec<u64> = (0..1000).collect();
-        let mut seen = Vec::new();
-        fisher_yates_epoch(&mut rng, &mut perm, &mut batch, |b| {
-            seen.extend_from_slice(b)
-        });
-        assert_eq!(seen.len(), 1000 / 64 * 64);
-        seen.sort_unstable();
-        seen.dedup();
-        assert_eq!(seen.len(), 1000 / 64 * 64, "no repeats within an epoch");
     }
 }

@@ -7,7 +7,7 @@
 
 use rayon::prelude::*;
 
-use crate::checksum::{Verified, compare, sha256_hex, sha256_hex_i32, sha256_hex_u32};
+use crate::checksum::{Verified, compare, sha256_hex, sha256_hex_u32};
 use crate::splitmix::output;
 
 /// A dense workload: `records` records of `u8[shape[0]][shape[1]]`.
@@ -197,7 +197,7 @@ impl RaggedTokens {
         }
         let lengths = sha256_hex_u32(&self.lengths);
         compare("c lengths", RAGGED_LENGTHS_SHA256, lengths)?;
-        let tokens = sha256_hex_i32(&self.tokens);
+        let tokens = sha256_hex_u32(bytemuck::cast_slice(&self.tokens));
         compare("c tokens", RAGGED_TOKENS_SHA256, tokens)
     }
 }

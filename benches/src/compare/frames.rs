@@ -4,12 +4,11 @@
 
 use std::cell::RefCell;
 use std::io;
-use std::ops::Range;
 use std::path::Path;
 
 use rayon::prelude::*;
 use zrecord::{Codec, ZSTD_LEVEL};
-use zstd::zstd_safe::{self, CCtx, CParameter, DCtx, DDict};
+use zstd::zstd_safe::{self, DCtx, DDict};
 
 use super::systems::{Cuts, Out, Packed, Source, System};
 
@@ -118,34 +117,22 @@ impl System for Frames {
 }
 
 /// Compressed size of `source`'s records in groups of `per_group`
-/// consecutive records, each group one zstd level-3 frame (in parallel).
+/// consecutive records, each group one zstd frame at the store's level with
+/// a checksum, as a store writes its frames (in parallel).
 pub(crate) fn grouped_bytes(source: &Source, per_group: usize) -> u64 {
     let (n, cuts) = (source.len(), source.cuts());
-    let groups: Vec<Range<usize>> = (0..n)
-        .step_by(per_group)
-        .map(|first| {
-            let last = (first + per_group).min(n) - 1;
-            cuts.range(first as u64).start..cuts.range(last as u64).end
-        })
-        .collect();
-    let cctx = || {
-        let mut cctx = CCtx::create();
-        for p in [
-            CParameter::ChecksumFlag(true),
-            CParameter::ContentSizeFlag(true),
-            CParameter::CompressionLevel(ZSTD_LEVEL),
-        ] {
-            cctx.set_parameter(p).expect("valid zstd parameter");
-        }
-        cctx
+    let compressor = || {
+        let mut c = zstd::bulk::Compressor::new(ZSTD_LEVEL).expect("a valid zstd level");
+        c.include_checksum(true).expect("a valid zstd parameter");
+        c
     };
-    let compressed = |cctx: &mut CCtx<'_>, src: &[u8]| {
-        let mut frame = vec![0u8; zstd_safe::compress_bound(src.len())];
-        cctx.compress2(&mut frame[..], src)
-            .unwrap_or_else(|e| panic!("zstd: {}", zstd_safe::get_error_name(e))) as u64
+    let group_bytes = |c: &mut zstd::bulk::Compressor<'_>, first: usize| {
+        let last = (first + per_group).min(n) - 1;
+        let group = cuts.range(first as u64).start..cuts.range(last as u64).end;
+        c.compress(&source.bytes()[group])
+            .expect("zstd compresses")
+            .len() as u64
     };
-    groups
-        .par_iter()
-        .map_init(cctx, |c, g| compressed(c, &source.bytes()[g.clone()]))
-        .sum()
+    let firsts = (0..n).into_par_iter().step_by(per_group);
+    firsts.map_init(compressor, group_bytes).sum()
 }
