@@ -11,7 +11,7 @@
 //! function, sound because the features were detected on the running CPU first.
 
 use crate::feistel::Feistel;
-use crate::rng::{mix64, tag, word};
+use crate::rng::{GAMMA, mix64, tag, word};
 
 /// Defines `pub(crate) fn $name` dispatching to `$generic` compiled per ISA
 /// (the per-ISA variants `$avx512` and `$avx2` are module items so that tests
@@ -128,11 +128,16 @@ fn iid_fill_generic(key: u64, k0: u64, n: u64, threshold: u64, out: &mut [u64]) 
     let mut position = k0;
     for block in out.chunks_mut(IID_BLOCK) {
         let mut rejected = 0u64;
+        // Word `k` hashes `key + (k + 1)·γ`: a running sum, so the vectorised
+        // loops add `γ` per lane instead of multiplying (64-bit vector
+        // multiplies are emulated below AVX-512).
+        let mut state = key.wrapping_add(position.wrapping_add(1).wrapping_mul(GAMMA));
         if n <= 1 << 32 {
             // The 128-bit product of a 64-bit word and a 33-bit `n`, from two
             // 32×32→64 products (which vectorise); equal to `lemire` bit for bit.
-            for (i, slot) in block.iter_mut().enumerate() {
-                let x = word(key, position.wrapping_add(i as u64));
+            for slot in block.iter_mut() {
+                let x = mix64(state);
+                state = state.wrapping_add(GAMMA);
                 let lo = (x & 0xffff_ffff) * n;
                 let mid = (x >> 32) * n + (lo >> 32);
                 *slot = mid >> 32;
@@ -140,8 +145,9 @@ fn iid_fill_generic(key: u64, k0: u64, n: u64, threshold: u64, out: &mut [u64]) 
                 rejected |= u64::from(low < threshold);
             }
         } else {
-            for (i, slot) in block.iter_mut().enumerate() {
-                let (sample, low) = lemire(word(key, position.wrapping_add(i as u64)), n);
+            for slot in block.iter_mut() {
+                let (sample, low) = lemire(mix64(state), n);
+                state = state.wrapping_add(GAMMA);
                 *slot = sample;
                 rejected |= u64::from(low < threshold);
             }
