@@ -30,17 +30,13 @@ pub(crate) struct Frames {
 }
 
 impl Frames {
-    /// The frames a zrecord store holds, read from its files (FORMAT.md,
-    /// versions 1 and 2 alike: `meta.zr`, the `{n}.loc` record tables and
-    /// the `{n}.chunk` files): the first of every `group` physical records
-    /// (a ragged record is two: payload, shape). So the in-memory limit
-    /// decodes exactly the bytes the store decodes. `source` holds the records.
-    pub(crate) fn from_store(
-        dir: &Path,
-        codec: &Codec,
-        group: u64,
-        source: &Source,
-    ) -> io::Result<Frames> {
+    /// The frames the zrecord store of `source`'s records at `dir` holds,
+    /// read from its files (FORMAT.md, versions 1 and 2 alike: `meta.zr`, the
+    /// `{n}.loc` record tables and the `{n}.chunk` files): every record's
+    /// first physical record (a ragged record is two: payload, shape). So the
+    /// in-memory limit decodes exactly the bytes the store decodes.
+    pub(crate) fn from_store(dir: &Path, codec: &Codec, source: &Source) -> io::Result<Frames> {
+        let group = 1 + usize::from(matches!(source, Source::Ragged(_)));
         let bad = |why: String| io::Error::new(io::ErrorKind::InvalidData, why);
         let meta = std::fs::read(dir.join("meta.zr"))?;
         if meta.len() != 32 || &meta[..4] != b"ZREC" || !matches!(meta[4], 1 | 2) {
@@ -60,7 +56,7 @@ impl Frames {
             .map(|n| super::disk::map(&dir.join(format!("{n}.chunk"))))
             .collect::<io::Result<Vec<_>>>()?;
         let (mut bytes, mut starts) = (Vec::new(), vec![0]);
-        for phys in (0..length).step_by(group as usize) {
+        for phys in (0..length).step_by(group) {
             let at = ((phys % per_segment) * 16) as usize;
             let entry = segments[(phys / per_segment) as usize]
                 .get(at..at + 16)

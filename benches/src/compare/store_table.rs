@@ -10,7 +10,7 @@ use zrecord::{Codec, DictTier, OpenOptions};
 
 use super::Result;
 use super::disk::allocated_bytes;
-use super::frames::grouped_bytes;
+use super::frames::{Frames, grouped_bytes};
 use super::measure::{self, Budget, Runner, Sampled, timed};
 use super::peers;
 use super::report::{MIB, Report, Table, bold, fmt_bytes, fmt_num, fmt_ratio, fmt_seconds};
@@ -143,7 +143,7 @@ pub fn run(
     };
     let mut stores = vec![("zrecord raw".to_string(), raw_s, read_only(false)?, 0)];
     for (label, codec, (store, s)) in compressed {
-        let frames = store.frames(&codec, &source)?;
+        let frames = Frames::from_store(store.path(), &codec, &source)?;
         let stored = Stored::Memory(frames.compressed_bytes());
         let meta = Meta::limit(&format!("{label} frames in memory (limit)"), stored, true);
         stores.push((format!("zrecord {label}"), s, store, entries.len()));

@@ -11,7 +11,6 @@ use zrecord::gather_policy::{PARALLEL_COPY_BYTES, PIECES_PER_THREAD};
 use zrecord::{Codec, DenseStore, DictTier, Dictionary, OpenOptions, RaggedBatch, RaggedStore};
 
 use super::disk::Region;
-use super::frames::Frames;
 use crate::workloads::RaggedTokens;
 
 /// The records every system is built from and checked against.
@@ -374,12 +373,6 @@ impl Zrecord {
             Zrecord::Ragged(store, _) => store.train_dict(tier),
         }
     }
-
-    /// The store's zstd frames in memory ([`Frames::from_store`]).
-    pub(crate) fn frames(&self, codec: &Codec, source: &Source) -> std::io::Result<Frames> {
-        let group = 1 + u64::from(matches!(self, Zrecord::Ragged(..)));
-        Frames::from_store(self.path(), codec, group, source)
-    }
 }
 
 impl System for Zrecord {
@@ -455,7 +448,7 @@ impl System for Mapped {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::frames::grouped_bytes;
+    use crate::compare::frames::{Frames, grouped_bytes};
     use crate::compare::peers;
     use crate::workloads::DENSE_B;
 
@@ -490,7 +483,8 @@ mod tests {
                 vec![("in-memory", Box::new(in_memory))];
             for (name, codec) in [("zstd", Codec::Zstd), ("dict", dict)] {
                 let store = write(name, &codec);
-                systems.push(("frames", Box::new(store.frames(&codec, &source).unwrap())));
+                let frames = Frames::from_store(store.path(), &codec, &source).unwrap();
+                systems.push(("frames", Box::new(frames)));
                 systems.push((name, Box::new(store)));
             }
             systems.push(("raw", Box::new(raw)));
