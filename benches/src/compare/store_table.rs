@@ -304,15 +304,13 @@ fn measure_and_report(
     quick: bool,
     report: &mut Report,
 ) -> Table {
-    let (mut metas, systems): (Vec<&Meta>, Vec<_>) =
-        entries.iter_mut().map(|(m, s)| (&*m, s)).unzip();
-    let mut runners: Vec<Runner<'_>> = systems
-        .into_iter()
-        .map(|system| {
+    let (mut metas, mut runners): (Vec<&Meta>, Vec<Runner<'_>>) = entries
+        .iter_mut()
+        .map(|(meta, system)| {
             let run = |batch: &[u64]| black_box(system.gather(batch)).bytes.len();
-            Box::new(run) as Runner<'_>
+            (&*meta, Box::new(run) as Runner<'_>)
         })
-        .collect();
+        .unzip();
     let (records, logical) = (source.len(), source.bytes().len() as u64);
     for (meta, run) in metas.iter().zip(&mut runners) {
         let (_, s) = timed(|| {

@@ -122,11 +122,10 @@ pub(crate) fn check(
     batch: &[u64],
 ) -> Result<(), String> {
     let got = system.gather(batch);
-    if got.records() != batch.len() {
-        let n = got.records();
+    let (n, want) = (got.records(), batch.len());
+    if n != want {
         return Err(format!(
-            "{name}: a batch of {} records came back with {n}",
-            batch.len()
+            "{name}: a batch of {want} records came back with {n}"
         ));
     }
     for (k, &i) in batch.iter().enumerate() {
