@@ -11,7 +11,7 @@ use zstd::bulk::Compressor;
 use zstd::dict::EncoderDictionary;
 
 use super::Result;
-use super::report::{Report, Table, fmt_num};
+use super::report::{MIB, Report, Table, fmt_num};
 use super::store_table::{Workload, records};
 use crate::workloads::DENSE_B;
 
@@ -73,8 +73,5 @@ fn compress_all(records: &[&[u8]], dict: &[u8], level: i32) -> Result<(f64, f64)
         stored += compressor.compress_to_buffer(record, &mut out)?;
     }
     let secs = start.elapsed().as_secs_f64();
-    Ok((
-        raw as f64 / secs / f64::from(1 << 20),
-        raw as f64 / stored as f64,
-    ))
+    Ok((raw as f64 / secs / MIB, raw as f64 / stored as f64))
 }

@@ -125,8 +125,8 @@ pub fn fmt_seconds(s: f64) -> String {
 /// Bytes as MiB (`123.4 MiB`), or KiB below 1 MiB.
 pub fn fmt_bytes(bytes: u64) -> String {
     let b = bytes as f64;
-    if b >= (1u64 << 20) as f64 {
-        format!("{:.1} MiB", b / (1u64 << 20) as f64)
+    if b >= MIB {
+        format!("{:.1} MiB", b / MIB)
     } else {
         format!("{:.1} KiB", b / 1024.0)
     }
