@@ -14,7 +14,7 @@ use arrow_array::types::Int32Type;
 use arrow_array::{
     Array as _, ArrayRef, FixedSizeBinaryArray, ListArray, RecordBatch, UInt64Array,
 };
-use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{Buffer, OffsetBuffer};
 use arrow_ipc::convert::try_fb_to_schema;
 use arrow_ipc::reader::{FileDecoder, read_footer_length};
 use arrow_ipc::root_as_footer;
@@ -48,14 +48,9 @@ pub(crate) fn column(source: &Source) -> Result<ArrayRef> {
             Arc::new(FixedSizeBinaryArray::try_new(width, values, None)?)
         }
         Source::Ragged(d) => {
-            let offsets: Vec<i32> = d
-                .offsets
-                .iter()
-                .map(|&o| i32::try_from(o))
-                .collect::<std::result::Result<_, _>>()?;
+            let offsets = OffsetBuffer::try_from_lengths(d.lengths.iter().map(|&l| l as usize))?;
             let values = Arc::new(arrow_array::Int32Array::from(d.tokens.clone()));
             let field = Arc::new(Field::new("item", DataType::Int32, false));
-            let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
             Arc::new(ListArray::try_new(field, offsets, values, None)?)
         }
     })
