@@ -95,7 +95,12 @@ pub fn run(quick: bool, report: &mut Report) -> Result<(Table, Vec<Vec<String>>)
         drop(source);
         eprintln!("  stores written and checked");
         for (name, config) in configs {
-            sets.push(measure(name, batch_bytes, &config, reps, letter == 'a')?);
+            let rows = measure(&name, &config, reps, letter == 'a')?;
+            sets.push(DataSet {
+                name,
+                batch_bytes,
+                rows,
+            });
         }
     }
     Ok(tabulate(&sets, reps, report))
@@ -146,13 +151,7 @@ fn child(config: &ChildConfig) -> Result<ChildResult> {
 /// Runs the children of one data set: the bare loop and the default loader
 /// alternating `reps` times, so drift hits both; when `full`, also 1 and 4
 /// workers and a consumer that sleeps 1.5× the bare loop's gather.
-fn measure(
-    name: String,
-    batch_bytes: u64,
-    base: &ChildConfig,
-    reps: usize,
-    full: bool,
-) -> Result<DataSet> {
+fn measure(name: &str, base: &ChildConfig, reps: usize, full: bool) -> Result<Vec<Row>> {
     let mut rows: Vec<Row> = Vec::new();
     let mut go = |label: String, workers: Option<usize>, sleep: f64| -> Result<f64> {
         let config = ChildConfig {
@@ -192,11 +191,7 @@ fn measure(
         );
         go(label, Some(DEFAULT_WORKERS), sleep)?;
     }
-    Ok(DataSet {
-        name,
-        batch_bytes,
-        rows,
-    })
+    Ok(rows)
 }
 
 fn tabulate(sets: &[DataSet], reps: usize, report: &mut Report) -> (Table, Vec<Vec<String>>) {
