@@ -47,9 +47,8 @@ impl Frames {
         };
         let length = u64::from_le_bytes(meta[14..22].try_into().expect("8 bytes"));
         let per_segment = 1u64 << meta[22];
-        let read = |name: String| std::fs::read(dir.join(name));
         let segments = (0..length.div_ceil(per_segment))
-            .map(|n| read(format!("{n}.loc")))
+            .map(|n| std::fs::read(dir.join(format!("{n}.loc"))))
             .collect::<io::Result<Vec<_>>>()?;
         // Chunks `0..=tail_chunk` exist.
         let chunks = (0..=u32_at(&meta, 6))

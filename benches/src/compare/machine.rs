@@ -32,14 +32,13 @@ impl Machine {
     /// Reads everything once.
     pub fn probe() -> Machine {
         let unknown = || "unknown".to_string();
-        let kib = proc_field("/proc/meminfo", "MemTotal");
-        let kib = kib.and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok());
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
         let rustc = std::env::var_os("RUSTC").unwrap_or("rustc".into());
         Machine {
             cpu: proc_field("/proc/cpuinfo", "model name").unwrap_or_else(unknown),
             cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
             rayon_threads: rayon::current_num_threads(),
-            memory_mib: kib.map_or(0, |k| k / 1024),
+            memory_mib: super::rss::kib(&meminfo, "MemTotal") / 1024,
             kernel: read_trimmed("/proc/sys/kernel/osrelease").unwrap_or_else(unknown),
             rustc: output(rustc, &["--version"]).unwrap_or_else(unknown),
             git_commit: output("git", &["rev-parse", "HEAD"]).unwrap_or_else(unknown),

@@ -7,8 +7,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// The KiB that `key` (`VmRSS`, `VmHWM`, `RssAnon`, `RssFile`) gives in the
-/// text of `/proc/<pid>/status` (0 where it is missing).
+/// The KiB that `key` gives in the text of `/proc/<pid>/status` (`VmRSS`,
+/// `VmHWM`, `RssAnon`, `RssFile`) or `/proc/meminfo` (`MemTotal`); 0 if missing.
 pub(crate) fn kib(status: &str, key: &str) -> u64 {
     let line = status
         .lines()
