@@ -11,7 +11,7 @@
 //! function, sound because the features were detected on the running CPU first.
 
 use crate::feistel::Feistel;
-use crate::rng::{GAMMA, mix64, tag, word};
+use crate::rng::{GAMMA, mix64, tag, word, word_state};
 
 /// Defines `pub(crate) fn $name` dispatching to `$generic` compiled per ISA
 /// (the per-ISA variants `$avx512` and `$avx2` are module items so that tests
@@ -128,10 +128,10 @@ fn iid_fill_generic(key: u64, k0: u64, n: u64, threshold: u64, out: &mut [u64]) 
     let mut position = k0;
     for block in out.chunks_mut(IID_BLOCK) {
         let mut rejected = 0u64;
-        // Word `k` hashes `key + (k + 1)·γ`: a running sum, so the vectorised
-        // loops add `γ` per lane instead of multiplying (64-bit vector
-        // multiplies are emulated below AVX-512).
-        let mut state = key.wrapping_add(position.wrapping_add(1).wrapping_mul(GAMMA));
+        // Word `k` mixes `word_state(key, k)`, a running sum: the vectorised loops
+        // add `γ` per lane instead of multiplying (64-bit vector multiplies
+        // are emulated below AVX-512).
+        let mut state = word_state(key, position);
         if n <= 1 << 32 {
             // The 128-bit product of a 64-bit word and a 33-bit `n`, from two
             // 32×32→64 products (which vectorise); equal to `lemire` bit for bit.

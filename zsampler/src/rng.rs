@@ -48,7 +48,14 @@ pub(crate) const fn mix64(mut z: u64) -> u64 {
 /// Word `counter` of the stream keyed by `key` (SplitMix64 seeded with `key`).
 #[inline(always)]
 pub(crate) const fn word(key: u64, counter: u64) -> u64 {
-    mix64(key.wrapping_add(counter.wrapping_add(1).wrapping_mul(GAMMA)))
+    mix64(word_state(key, counter))
+}
+
+/// The state SplitMix64 mixes into word `counter`: `key + (counter + 1)·γ`.
+/// Word `counter + 1`'s is this plus [`GAMMA`], which loops use to step it.
+#[inline(always)]
+pub(crate) const fn word_state(key: u64, counter: u64) -> u64 {
+    key.wrapping_add(counter.wrapping_add(1).wrapping_mul(GAMMA))
 }
 
 /// The base key of one use (`tag`) of a user seed.
