@@ -62,7 +62,9 @@ fn main() -> Result<(), Box<dyn Error>> {
     labels_store.append(&labels)?;
 
     // 2. A dictionary trained on the images, for a store of small similar records.
-    let raw = DenseStore::<u8>::open_read_only(root.join("images-raw"))?;
+    let raw = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<DenseStore<u8>>(root.join("images-raw"))?;
     let dict = raw.train_dict(DictTier::Balanced)?;
     let dict_store = DenseStore::<u8>::create(
         root.join("images-zstd_dict"),

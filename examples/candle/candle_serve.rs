@@ -172,9 +172,9 @@ fn serve(
         .into());
     }
     let model = Mlp::load(&weights, &device)?;
-    let images = DenseStore::<u8>::open_read_only(
-        StorePaths::new(out.join("stores")).path("test", "images"),
-    )?;
+    let images = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<DenseStore<u8>>(StorePaths::new(out.join("stores")).path("test", "images"))?;
     let records = images.len();
     let predictor = StorePredictor::new(images, &device, move |x: Tensor| model.classify(&x))?;
     let batcher = Batcher::start(predictor, batch.clone())?;

@@ -45,9 +45,12 @@ impl Stream {
     /// ```
     ///
     /// # Errors
-    /// As [`AnyStore::open_read_only`].
+    /// As [`zrecord::OpenOptions::open`].
     pub fn open(path: impl AsRef<std::path::Path>) -> zrecord::Result<Stream> {
-        AnyStore::open_read_only(path).map(Stream::from)
+        zrecord::OpenOptions::new()
+            .read_only(true)
+            .open::<AnyStore>(path.as_ref())
+            .map(Stream::from)
     }
 
     /// Number of records.

@@ -16,7 +16,10 @@ fn counters(io: Io, steps: u64) -> CounterSnapshot {
     let store = DenseStore::<u8>::create(&path, &[WIDTH], Codec::Raw).unwrap();
     store.append(&vec![9; WIDTH * 1000]).unwrap();
     drop(store);
-    let store = DenseStore::<u8>::open_with(&path, OpenOptions::new().io(io)).unwrap();
+    let store = OpenOptions::new()
+        .io(io)
+        .open::<DenseStore<u8>>(&path)
+        .unwrap();
     let mut loader = Loader::builder(32)
         .stream("image", store)
         .workers(2)

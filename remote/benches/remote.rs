@@ -377,7 +377,9 @@ fn iid(w: &Workload, step: u64) -> Vec<u64> {
 
 fn remote_dense(url: &str, options: RemoteOptions) -> DenseStore<u8> {
     let remote = Arc::new(Remote::open(url, options).expect("open remote"));
-    DynDenseStore::open_in(remote, OpenOptions::new().read_only(true))
+    OpenOptions::new()
+        .read_only(true)
+        .open::<DynDenseStore>(remote)
         .expect("open store")
         .typed::<u8>()
         .expect("u8")
@@ -390,7 +392,9 @@ type Gather = Box<dyn Fn(&[u64])>;
 fn gatherer(w: &Workload, url: &str, options: RemoteOptions) -> Gather {
     if w.name == "c" {
         let remote = Arc::new(Remote::open(url, options).expect("open remote"));
-        let store = zrecord::DynRaggedStore::open_in(remote, OpenOptions::new().read_only(true))
+        let store = OpenOptions::new()
+            .read_only(true)
+            .open::<zrecord::DynRaggedStore>(remote)
             .expect("open store")
             .typed::<i32>()
             .expect("i32");
@@ -415,7 +419,7 @@ fn gatherer(w: &Workload, url: &str, options: RemoteOptions) -> Gather {
 fn local_gatherer(w: &Workload, path: &Path) -> Gather {
     let options = OpenOptions::new().read_only(true).io(Io::Direct);
     if w.name == "c" {
-        let store = RaggedStore::<i32>::open_with(path, options).expect("open");
+        let store = options.open::<RaggedStore<i32>>(path).expect("open");
         let out = std::cell::RefCell::new(RaggedBatch::<i32>::new());
         Box::new(move |batch| {
             store
@@ -423,7 +427,7 @@ fn local_gatherer(w: &Workload, path: &Path) -> Gather {
                 .expect("gather")
         })
     } else {
-        let store = DenseStore::<u8>::open_with(path, options).expect("open");
+        let store = options.open::<DenseStore<u8>>(path).expect("open");
         let out = std::cell::RefCell::new(vec![0u8; (w.batch * w.spans[0].1) as usize]);
         Box::new(move |batch| {
             store

@@ -92,7 +92,9 @@ pub fn open_dataset_with_store(
                     failed = Some(e);
                     zrecord::Error::InvalidArgument(message)
                 })?;
-        AnyStore::open_in(Arc::new(remote), OpenOptions::new().read_only(true))
+        OpenOptions::new()
+            .read_only(true)
+            .open::<AnyStore>(Arc::new(remote))
     });
     match (opened, failed) {
         (Ok(dataset), _) => Ok(dataset),

@@ -3,7 +3,7 @@
 //! that the processes of one node share.
 //!
 //! A [`Remote`] is a store folder in object storage as zrecord's storage
-//! seam sees it: open stores in it with `open_in`, read-only, and gather
+//! seam sees it: open stores in it with `OpenOptions::open`, read-only, and gather
 //! as from a local store. Reads are ranged GETs, near ones of a batch
 //! merged into one request, many in flight, each retried with backoff on
 //! 5xx answers, throttling, dropped connections, short bodies and
@@ -18,14 +18,13 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use zrecord::{DynDenseStore, OpenOptions};
+//! use zrecord::{DenseStore, OpenOptions};
 //! use zrecord_remote::{Remote, RemoteOptions};
 //!
 //! // Credentials and endpoint come from the environment (AWS_ACCESS_KEY_ID, …).
 //! let options = RemoteOptions::new().cache("/mnt/nvme/zrecord-cache", 100 << 30);
 //! let remote = Arc::new(Remote::open("s3://datasets/mnist/train/images", options)?);
-//! let images = DynDenseStore::open_in(remote.clone(), OpenOptions::new().read_only(true))?
-//!     .typed::<u8>()?;
+//! let images = OpenOptions::new().read_only(true).open::<DenseStore<u8>>(remote.clone())?;
 //! let batch = images.gather(&[3, 1, 4, 1, 5])?;
 //! assert_eq!(batch.len(), 5 * 784);
 //! # Ok::<(), Box<dyn std::error::Error>>(())

@@ -21,18 +21,17 @@ use crate::{CacheStats, Error, RemoteOptions, Result, runtime};
 /// A zrecord store folder in object storage, read through an optional
 /// local cache.
 ///
-/// Open stores in it with the `open_in` constructors of zrecord's store
-/// types, read-only:
+/// Open stores in it with [`zrecord::OpenOptions::open`], read-only, given
+/// an `Arc` of it:
 ///
 /// ```no_run
 /// use std::sync::Arc;
-/// use zrecord::{DynDenseStore, OpenOptions};
+/// use zrecord::{DenseStore, OpenOptions};
 /// use zrecord_remote::{Remote, RemoteOptions};
 ///
 /// let options = RemoteOptions::new().cache("/tmp/zrecord-cache", 20 << 30);
 /// let remote = Arc::new(Remote::open("s3://my-bucket/mnist/images", options)?);
-/// let images = DynDenseStore::open_in(remote.clone(), OpenOptions::new().read_only(true))?
-///     .typed::<u8>()?;
+/// let images = OpenOptions::new().read_only(true).open::<DenseStore<u8>>(remote.clone())?;
 /// let batch = images.gather(&[0, 7, 42])?;
 /// println!("{:?}", remote.stats());
 /// # Ok::<(), Box<dyn std::error::Error>>(())

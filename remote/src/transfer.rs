@@ -74,7 +74,9 @@ pub fn push(
     let mut guards = Vec::new();
     for folder in &stores {
         let dir = local.join(folder);
-        let guard = zrecord::AnyStore::open_read_only(&dir)
+        let guard = zrecord::OpenOptions::new()
+            .read_only(true)
+            .open::<zrecord::AnyStore>(&dir)
             .map_err(|e| transfer(&dir.display().to_string(), e.to_string()))?;
         guards.push(guard);
     }

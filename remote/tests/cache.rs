@@ -28,7 +28,9 @@ fn url(dir: &Path) -> String {
 
 fn open(dir: &Path, options: RemoteOptions) -> (Arc<Remote>, DenseStore<u8>) {
     let remote = Arc::new(Remote::open(&url(dir), options).unwrap());
-    let store = DynDenseStore::open_in(remote.clone(), OpenOptions::new().read_only(true))
+    let store = OpenOptions::new()
+        .read_only(true)
+        .open::<DynDenseStore>(remote.clone())
         .unwrap()
         .typed::<u8>()
         .unwrap();
@@ -61,7 +63,10 @@ fn blocks_on_disk(cache: &Path) -> (u64, usize) {
 fn disk_use_stays_under_the_limit_while_reads_go_on() {
     let data = tempfile::tempdir().unwrap();
     write_store(data.path());
-    let local = DenseStore::<u8>::open_read_only(data.path()).unwrap();
+    let local = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<DenseStore<u8>>(data.path())
+        .unwrap();
     // Limits below one batch's blocks (~46 of 64 KiB) and below the store (3 MB).
     for limit in [5 * BLOCK, 20 * BLOCK] {
         let cache = tempfile::tempdir().unwrap();
@@ -89,7 +94,10 @@ fn disk_use_stays_under_the_limit_while_reads_go_on() {
 fn a_limit_below_one_block_reads_through_and_keeps_nothing() {
     let data = tempfile::tempdir().unwrap();
     write_store(data.path());
-    let local = DenseStore::<u8>::open_read_only(data.path()).unwrap();
+    let local = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<DenseStore<u8>>(data.path())
+        .unwrap();
     let cache = tempfile::tempdir().unwrap();
     let options = RemoteOptions::new()
         .cache(cache.path(), BLOCK - 1)

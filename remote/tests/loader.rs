@@ -13,7 +13,9 @@ use zrecord_remote::{Remote, RemoteOptions};
 
 fn remote_store(url: &str, options: RemoteOptions) -> DenseStore<u8> {
     let remote = Arc::new(Remote::open(url, options).unwrap());
-    DynDenseStore::open_in(remote, OpenOptions::new().read_only(true))
+    OpenOptions::new()
+        .read_only(true)
+        .open::<DynDenseStore>(remote)
         .unwrap()
         .typed::<u8>()
         .unwrap()

@@ -39,7 +39,9 @@ fn uploaded(endpoint: &str) -> (tempfile::TempDir, String) {
 
 fn open_dense(url: &str, options: RemoteOptions) -> (Arc<Remote>, DenseStore<u8>) {
     let remote = Arc::new(Remote::open(url, options).unwrap());
-    let store = DynDenseStore::open_in(remote.clone(), OpenOptions::new().read_only(true))
+    let store = OpenOptions::new()
+        .read_only(true)
+        .open::<DynDenseStore>(remote.clone())
         .unwrap()
         .typed::<u8>()
         .unwrap();
@@ -62,8 +64,14 @@ fn remote_error(e: &zrecord::Error) -> Option<&zrecord_remote::Error> {
 fn remote_gathers_equal_local_ones_with_and_without_a_cache() {
     let endpoint = server_or_skip!();
     let (dir, bucket) = uploaded(endpoint);
-    let local = DenseStore::<u8>::open_read_only(dir.path().join("dense")).unwrap();
-    let local_ragged = RaggedStore::<i32>::open_read_only(dir.path().join("ragged")).unwrap();
+    let local = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<DenseStore<u8>>(dir.path().join("dense"))
+        .unwrap();
+    let local_ragged = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<RaggedStore<i32>>(dir.path().join("ragged"))
+        .unwrap();
     let cache = tempfile::tempdir().unwrap();
     let with_cache = || {
         support::s3_options(endpoint)
@@ -80,7 +88,9 @@ fn remote_gathers_equal_local_ones_with_and_without_a_cache() {
 
         let ragged_remote =
             Arc::new(Remote::open(&format!("s3://{bucket}/sets/ragged"), options).unwrap());
-        let ragged = DynRaggedStore::open_in(ragged_remote, OpenOptions::new().read_only(true))
+        let ragged = OpenOptions::new()
+            .read_only(true)
+            .open::<DynRaggedStore>(ragged_remote)
             .unwrap()
             .typed::<i32>()
             .unwrap();
@@ -109,7 +119,7 @@ fn writes_are_refused_and_a_missing_folder_is_not_a_store() {
         )
         .unwrap(),
     );
-    let writable = DynDenseStore::open_in(remote, OpenOptions::new()).err();
+    let writable = OpenOptions::new().open::<DynDenseStore>(remote).err();
     assert!(
         matches!(writable, Some(zrecord::Error::ReadOnly { .. })),
         "{writable:?}"
@@ -122,7 +132,10 @@ fn writes_are_refused_and_a_missing_folder_is_not_a_store() {
         )
         .unwrap(),
     );
-    let open = DynDenseStore::open_in(missing, OpenOptions::new().read_only(true)).err();
+    let open = OpenOptions::new()
+        .read_only(true)
+        .open::<DynDenseStore>(missing)
+        .err();
     assert!(
         matches!(open, Some(zrecord::Error::NotAStore { .. })),
         "{open:?}"
@@ -133,7 +146,10 @@ fn writes_are_refused_and_a_missing_folder_is_not_a_store() {
 fn retries_mend_unavailable_dropped_and_truncated_answers() {
     let endpoint = server_or_skip!();
     let (dir, bucket) = uploaded(endpoint);
-    let local = DenseStore::<u8>::open_read_only(dir.path().join("dense")).unwrap();
+    let local = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<DenseStore<u8>>(dir.path().join("dense"))
+        .unwrap();
     let proxy = Proxy::start(endpoint);
     let options = support::s3_options(&proxy.endpoint)
         .retries(5, Duration::from_millis(10))
@@ -255,7 +271,10 @@ fn a_killed_download_leaves_no_lock_behind() {
             .block_bytes(16 << 10)
             .deadline(deadline)
     };
-    let local = DenseStore::<u8>::open_read_only(dir.path().join("dense")).unwrap();
+    let local = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<DenseStore<u8>>(dir.path().join("dense"))
+        .unwrap();
 
     // While the child holds its download locks, a reader waits its
     // deadline for them, then reads through.

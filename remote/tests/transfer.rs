@@ -40,11 +40,16 @@ fn a_pushed_dataset_reads_back_equal_and_pulls_back_whole() {
     assert!(calls >= 4 && report.bytes > 4_000 * 3000, "{report:?}");
 
     let remote = Arc::new(Remote::open(&format!("{url}/images"), options.clone()).unwrap());
-    let images = DynDenseStore::open_in(remote, OpenOptions::new().read_only(true))
+    let images = OpenOptions::new()
+        .read_only(true)
+        .open::<DynDenseStore>(remote)
         .unwrap()
         .typed::<u8>()
         .unwrap();
-    let local = DenseStore::<u8>::open_read_only(dir.path().join("images")).unwrap();
+    let local = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<DenseStore<u8>>(dir.path().join("images"))
+        .unwrap();
     let picks = [0, 17, 3999, 2048];
     assert_eq!(
         images.gather(&picks).unwrap(),
@@ -59,9 +64,15 @@ fn a_pushed_dataset_reads_back_equal_and_pulls_back_whole() {
     let target = out.path().join("copy");
     let report = pull(&url, &target, &options, |_, _| {}).unwrap();
     assert_eq!(report.stores.len(), 2);
-    let copy = DenseStore::<u8>::open_read_only(target.join("images")).unwrap();
+    let copy = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<DenseStore<u8>>(target.join("images"))
+        .unwrap();
     assert_eq!(copy.gather(&picks).unwrap(), local.gather(&picks).unwrap());
-    let labels = RaggedStore::<i64>::open_read_only(target.join("labels")).unwrap();
+    let labels = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<RaggedStore<i64>>(target.join("labels"))
+        .unwrap();
     assert_eq!(labels.len(), 4_000);
     // Pulling over an existing folder is refused.
     assert!(pull(&url, &target, &options, |_, _| {}).is_err());
@@ -117,11 +128,15 @@ fn a_dataset_reads_its_shards_from_local_folders_and_object_storage_mixed() {
     let manifest = std::fs::read(dir.path().join("dataset.zr")).unwrap();
     let dataset = zrecord::Dataset::open_with("mixed", &manifest, |store| {
         if store.starts_with(&zrecord::shard_folder(0, 2)) {
-            return zrecord::AnyStore::open_read_only(dir.path().join(store));
+            return zrecord::OpenOptions::new()
+                .read_only(true)
+                .open::<zrecord::AnyStore>(dir.path().join(store));
         }
         let remote = Remote::open(&format!("{url}/{store}"), options.clone())
             .map_err(|e| zrecord::Error::InvalidArgument(e.to_string()))?;
-        zrecord::AnyStore::open_in(Arc::new(remote), OpenOptions::new().read_only(true))
+        OpenOptions::new()
+            .read_only(true)
+            .open::<zrecord::AnyStore>(Arc::new(remote))
     })
     .unwrap();
     let labels = dataset.stream("label").unwrap().as_dense().unwrap();

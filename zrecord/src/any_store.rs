@@ -8,20 +8,20 @@ use crate::common::store_methods;
 use crate::engine::Engine;
 use crate::format::TypeIdentity;
 use crate::{
-    Codec, DType, DictTier, Dictionary, DynDenseStore, DynRaggedBatch, DynRaggedStore, DynVec,
-    Error, OpenOptions, Result, StoreKind,
+    DType, DictTier, Dictionary, DynDenseStore, DynRaggedBatch, DynRaggedStore, DynVec, Error,
+    OpenOptions, Result, StoreKind,
 };
 
 /// A store of either kind, opened by [`AnyStore::open`] or made by
-/// [`AnyStore::create`] from a [`Schema`] — for tools and loaders that take
-/// whatever store a path holds.
+/// [`OpenOptions::create`] from a [`Schema`] — for tools and loaders that
+/// take whatever store a path holds.
 ///
 /// It has every operation both kinds share (length, stats, verify, compact,
 /// dictionaries, gather and append of an [`AnyBatch`]); match on the variants
 /// only where the kinds really differ.
 ///
 /// ```
-/// use zrecord::{AnyBatch, AnyStore, Codec, DType, RaggedStore, Schema, StoreKind};
+/// use zrecord::{AnyBatch, AnyStore, Codec, DType, OpenOptions, RaggedStore, StoreKind};
 /// # let dir = tempfile::tempdir()?;
 /// # let (path, copy) = (dir.path().join("t"), dir.path().join("copy"));
 /// let tokens = RaggedStore::<i64>::create(&path, Codec::Raw)?;
@@ -32,7 +32,7 @@ use crate::{
 /// assert_eq!((store.kind(), store.dtype(), store.len()), (StoreKind::Ragged, DType::I64, 2));
 ///
 /// // Copy it, whatever it holds: same schema, another codec.
-/// let out = AnyStore::create(&copy, &store.schema(), Codec::Zstd)?;
+/// let out: AnyStore = OpenOptions::new().create(&copy, &store.schema(), Codec::Zstd)?;
 /// let mut batch = store.new_batch();
 /// store.gather_into(&[1, 0], &mut batch)?;
 /// out.append(&batch)?;
@@ -65,6 +65,30 @@ pub enum Schema {
 }
 
 impl Schema {
+    /// Dense records of `dtype`, every one shaped `item_shape` (`&[]` for scalars).
+    pub fn dense(dtype: DType, item_shape: &[usize]) -> Schema {
+        Schema::Dense {
+            dtype,
+            item_shape: item_shape.to_vec(),
+        }
+    }
+
+    /// Ragged records of `dtype`, each of its own shape.
+    pub fn ragged(dtype: DType) -> Schema {
+        Schema::Ragged { dtype }
+    }
+
+    /// The type identity a new store of this schema records.
+    pub(crate) fn identity(&self) -> TypeIdentity {
+        match self {
+            Schema::Dense { dtype, item_shape } => TypeIdentity::Dense {
+                dtype: *dtype,
+                item_shape: item_shape.clone(),
+            },
+            Schema::Ragged { dtype } => TypeIdentity::Ragged { dtype: *dtype },
+        }
+    }
+
     /// Dense or ragged.
     pub fn kind(&self) -> StoreKind {
         match self {
@@ -117,64 +141,21 @@ impl AnyBatch {
 }
 
 impl AnyStore {
-    /// Opens the store at `path`, whichever kind it is.
+    /// Opens the store at `path`, writable, whichever kind it is.
+    /// [`OpenOptions::open`] opens read-only, with other settings, and in
+    /// other storage; [`OpenOptions::create`] makes a store of a [`Schema`].
     ///
     /// # Errors
-    /// As [`DynDenseStore::open`].
+    /// As [`OpenOptions::open`].
     pub fn open(path: impl AsRef<Path>) -> Result<AnyStore> {
-        Self::open_with(path, OpenOptions::new())
+        OpenOptions::new().open(path.as_ref())
     }
 
-    /// Opens the store at `path` read-only, whichever kind it is, sharing it
-    /// with other read-only handles (see [`OpenOptions`]).
-    ///
-    /// # Errors
-    /// As [`DynDenseStore::open_read_only`].
-    pub fn open_read_only(path: impl AsRef<Path>) -> Result<AnyStore> {
-        Self::open_with(path, OpenOptions::new().read_only(true))
-    }
-
-    /// Opens the store at `path` as `options` say, whichever kind it is.
-    ///
-    /// # Errors
-    /// As [`DynDenseStore::open_with`].
-    pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<AnyStore> {
-        let engine = Engine::open(path.as_ref(), options)?;
+    /// The handle over an opened engine, of the kind it holds.
+    pub(crate) fn from_engine(engine: Engine) -> Result<AnyStore> {
         Ok(match engine.identity() {
             TypeIdentity::Dense { .. } => AnyStore::Dense(DynDenseStore::from_engine(engine)?),
             TypeIdentity::Ragged { .. } => AnyStore::Ragged(DynRaggedStore::from_engine(engine)?),
-        })
-    }
-
-    /// Opens the store in a [`Storage`](crate::storage::Storage) of your own,
-    /// whichever kind it is (`options`' [`io`](OpenOptions::io) aside: the
-    /// storage decides).
-    ///
-    /// # Errors
-    /// As [`DynDenseStore::open_in`].
-    pub fn open_in(
-        storage: std::sync::Arc<dyn crate::storage::Storage>,
-        options: OpenOptions,
-    ) -> Result<AnyStore> {
-        let engine = Engine::open_in(storage, options)?;
-        Ok(match engine.identity() {
-            TypeIdentity::Dense { .. } => AnyStore::Dense(DynDenseStore::from_engine(engine)?),
-            TypeIdentity::Ragged { .. } => AnyStore::Ragged(DynRaggedStore::from_engine(engine)?),
-        })
-    }
-
-    /// Creates an empty store of `schema` at `path`.
-    ///
-    /// # Errors
-    /// As [`DynDenseStore::create`] and [`DynRaggedStore::create`].
-    pub fn create(path: impl AsRef<Path>, schema: &Schema, codec: Codec) -> Result<AnyStore> {
-        Ok(match schema {
-            Schema::Dense { dtype, item_shape } => {
-                AnyStore::Dense(DynDenseStore::create(path, *dtype, item_shape, codec)?)
-            }
-            Schema::Ragged { dtype } => {
-                AnyStore::Ragged(DynRaggedStore::create(path, *dtype, codec)?)
-            }
         })
     }
 
@@ -315,7 +296,7 @@ impl AnyStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::RaggedBatch;
+    use crate::{Codec, RaggedBatch};
 
     #[test]
     fn the_wrong_kind_is_a_typed_error_not_a_no_op() {
@@ -324,7 +305,9 @@ mod tests {
             dtype: DType::U8,
             item_shape: vec![2],
         };
-        let store = AnyStore::create(dir.path().join("d"), &dense, Codec::Raw).unwrap();
+        let store: AnyStore = OpenOptions::new()
+            .create(dir.path().join("d"), &dense, Codec::Raw)
+            .unwrap();
         assert_eq!((store.schema(), store.len()), (dense, 0));
         let ragged = AnyBatch::Ragged(RaggedBatch::<u8>::new().into());
         let kind = |r: Result<_>| {

@@ -2,7 +2,6 @@
 
 use std::marker::PhantomData;
 use std::path::Path;
-use std::sync::Arc;
 
 use ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn};
 
@@ -10,11 +9,11 @@ use crate::bytes::{as_bytes, batch_len, fill_bytes, try_resize};
 use crate::codec::train_from_continuous;
 use crate::common::{store_methods, training_indices};
 use crate::dtype::validate_bytes;
-use crate::engine::{Engine, Place};
-use crate::format::{Geometry, TypeIdentity};
-use crate::storage::Storage;
+use crate::engine::Engine;
+use crate::format::TypeIdentity;
 use crate::{
-    Codec, DType, DictTier, Dictionary, DynVec, Element, Error, OpenOptions, Result, StoreKind,
+    Codec, DType, DictTier, Dictionary, DynVec, Element, Error, OpenOptions, Result, Schema,
+    StoreKind,
 };
 
 /// A dense store whose dtype is known at run time: the API for code that
@@ -24,9 +23,10 @@ use crate::{
 /// and [`DenseStore::into_dyn`].
 ///
 /// ```
-/// use zrecord::{Codec, DType, DynDenseStore, DynVec};
+/// use zrecord::{Codec, DType, DynDenseStore, DynVec, OpenOptions, Schema};
 /// # let dir = tempfile::tempdir()?;
-/// let store = DynDenseStore::create(dir.path().join("pixels"), DType::U16, &[2], Codec::Raw)?;
+/// let schema = Schema::dense(DType::U16, &[2]);
+/// let store: DynDenseStore = OpenOptions::new().create(dir.path().join("pixels"), &schema, Codec::Raw)?;
 /// store.append_bytes(DType::U16, &[1, 0, 2, 0, 3, 0, 4, 0])?; // two records of [u16; 2]
 /// let mut batch = DynVec::new(DType::U16);
 /// store.gather_into(&[1, 0], &mut batch)?;
@@ -42,133 +42,6 @@ pub struct DynDenseStore {
 }
 
 impl DynDenseStore {
-    /// Creates an empty store at `path` (which must not exist, or be an
-    /// empty folder) for records of `dtype` and `item_shape` (`&[]` for scalars).
-    ///
-    /// # Errors
-    /// [`Error::AlreadyExists`] if `path` holds anything;
-    /// [`Error::InvalidArgument`] for a zero-element or over-2-GiB item shape;
-    /// [`Error::Io`] when a file cannot be written (nothing is left behind).
-    pub fn create(
-        path: impl AsRef<Path>,
-        dtype: DType,
-        item_shape: &[usize],
-        codec: Codec,
-    ) -> Result<Self> {
-        Self::create_at(
-            Place::Path(path.as_ref()),
-            dtype,
-            item_shape,
-            codec,
-            Geometry::default(),
-        )
-    }
-
-    /// [`create`](Self::create) in a [`Storage`] of your own (which must be
-    /// empty): in memory, or behind a fault-injecting wrapper in tests.
-    ///
-    /// # Errors
-    /// As [`create`](Self::create).
-    pub fn create_in(
-        storage: Arc<dyn Storage>,
-        dtype: DType,
-        item_shape: &[usize],
-        codec: Codec,
-    ) -> Result<Self> {
-        Self::create_at(
-            Place::Storage(storage),
-            dtype,
-            item_shape,
-            codec,
-            Geometry::default(),
-        )
-    }
-
-    /// [`open_with`](Self::open_with) for a store in a [`Storage`] of your
-    /// own (`options`' [`io`](OpenOptions::io) aside: the storage decides).
-    ///
-    /// # Errors
-    /// As [`open`](Self::open).
-    pub fn open_in(storage: Arc<dyn Storage>, options: OpenOptions) -> Result<Self> {
-        Self::from_engine(Engine::open_in(storage, options)?)
-    }
-
-    /// [`create`](Self::create) with a chosen file geometry (tests use tiny
-    /// chunks and table segments to exercise rollover).
-    #[cfg(feature = "test-hooks")]
-    #[doc(hidden)]
-    pub fn create_with_geometry(
-        path: impl AsRef<Path>,
-        dtype: DType,
-        item_shape: &[usize],
-        codec: Codec,
-        geometry: Geometry,
-    ) -> Result<Self> {
-        Self::create_at(
-            Place::Path(path.as_ref()),
-            dtype,
-            item_shape,
-            codec,
-            geometry,
-        )
-    }
-
-    /// [`create_in`](Self::create_in) with a chosen file geometry.
-    #[cfg(feature = "test-hooks")]
-    #[doc(hidden)]
-    pub fn create_in_with_geometry(
-        storage: Arc<dyn Storage>,
-        dtype: DType,
-        item_shape: &[usize],
-        codec: Codec,
-        geometry: Geometry,
-    ) -> Result<Self> {
-        Self::create_at(Place::Storage(storage), dtype, item_shape, codec, geometry)
-    }
-
-    fn create_at(
-        place: Place<'_>,
-        dtype: DType,
-        item_shape: &[usize],
-        codec: Codec,
-        geometry: Geometry,
-    ) -> Result<Self> {
-        let identity = TypeIdentity::Dense {
-            dtype,
-            item_shape: item_shape.to_vec(),
-        };
-        Self::from_engine(Engine::create_at(place, identity, codec, geometry)?)
-    }
-
-    /// Opens the dense store at `path` and takes its lock.
-    ///
-    /// # Errors
-    /// [`Error::NotAStore`] for a folder without a store; [`Error::KindMismatch`]
-    /// for a ragged store; [`Error::StoreBusy`] when another handle has it open;
-    /// a typed error for any damaged header ([`Error::BadMagic`],
-    /// [`Error::UnsupportedVersion`], [`Error::InvalidTag`], [`Error::Corrupt`]).
-    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        Self::open_with(path, OpenOptions::new())
-    }
-
-    /// Opens the dense store at `path` read-only, sharing it with other
-    /// read-only handles (see [`OpenOptions`]).
-    ///
-    /// # Errors
-    /// As [`open`](Self::open), and [`Error::NeedsRecovery`] for a store a
-    /// killed delete or compaction left for a writable open to finish.
-    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self> {
-        Self::open_with(path, OpenOptions::new().read_only(true))
-    }
-
-    /// Opens the dense store at `path` as `options` say.
-    ///
-    /// # Errors
-    /// As [`open`](Self::open) and [`open_read_only`](Self::open_read_only).
-    pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
-        Self::from_engine(Engine::open(path.as_ref(), options)?)
-    }
-
     pub(crate) fn from_engine(engine: Engine) -> Result<Self> {
         match engine.identity().clone() {
             TypeIdentity::Dense { dtype, item_shape } => {
@@ -354,50 +227,28 @@ pub struct DenseStore<T: Element> {
 }
 
 impl<T: Element> DenseStore<T> {
-    /// Creates an empty store at `path` for records of shape `item_shape`.
+    /// Creates an empty store at `path` (which must not exist, or be an
+    /// empty folder) for records of shape `item_shape` (`&[]` for scalars).
+    /// [`OpenOptions::create`] takes other settings and locations.
     ///
     /// # Errors
-    /// As [`DynDenseStore::create`].
+    /// [`Error::AlreadyExists`] if `path` holds anything;
+    /// [`Error::InvalidArgument`] for a zero-element or over-2-GiB item shape;
+    /// [`Error::Io`] when a file cannot be written (nothing is left behind).
     pub fn create(path: impl AsRef<Path>, item_shape: &[usize], codec: Codec) -> Result<Self> {
-        DynDenseStore::create(path, T::DTYPE, item_shape, codec)?.typed()
+        OpenOptions::new().create(path.as_ref(), &Schema::dense(T::DTYPE, item_shape), codec)
     }
 
-    /// [`create`](Self::create) with a chosen file geometry.
-    #[cfg(feature = "test-hooks")]
-    #[doc(hidden)]
-    pub fn create_with_geometry(
-        path: impl AsRef<Path>,
-        item_shape: &[usize],
-        codec: Codec,
-        geometry: Geometry,
-    ) -> Result<Self> {
-        DynDenseStore::create_with_geometry(path, T::DTYPE, item_shape, codec, geometry)?.typed()
-    }
-
-    /// Opens the store at `path`, which must hold `T` records.
+    /// Opens the store at `path`, writable, which must hold dense `T`
+    /// records. [`OpenOptions::open`] opens read-only and with other
+    /// settings.
     ///
     /// # Errors
-    /// [`Error::DTypeMismatch`] if it holds another dtype; otherwise as
-    /// [`DynDenseStore::open`].
+    /// As [`OpenOptions::open`]: [`Error::DTypeMismatch`] if it holds
+    /// another dtype, [`Error::KindMismatch`] for a ragged store,
+    /// [`Error::StoreBusy`] when another handle has it open, ….
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        DynDenseStore::open(path)?.typed()
-    }
-
-    /// Opens the store at `path` read-only, sharing it with other read-only
-    /// handles (see [`OpenOptions`]); it must hold `T` records.
-    ///
-    /// # Errors
-    /// As [`DynDenseStore::open_read_only`], and [`Error::DTypeMismatch`].
-    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self> {
-        DynDenseStore::open_read_only(path)?.typed()
-    }
-
-    /// Opens the store at `path` as `options` say; it must hold `T` records.
-    ///
-    /// # Errors
-    /// As [`DynDenseStore::open_with`], and [`Error::DTypeMismatch`].
-    pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
-        DynDenseStore::open_with(path, options)?.typed()
+        OpenOptions::new().open(path.as_ref())
     }
 
     /// The dtype-tagged store.

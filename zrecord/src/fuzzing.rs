@@ -149,11 +149,14 @@ pub fn store(data: &[u8], dir: &Path) {
         }
         rest = &tail[len..];
     }
-    if let Ok(store) = AnyStore::open_read_only(dir) {
+    if let Ok(store) = crate::OpenOptions::new()
+        .read_only(true)
+        .open::<AnyStore>(dir)
+    {
         exercise(&store);
     }
     let options = OpenOptions::new().verify_on_read(true);
-    if let Ok(mut store) = AnyStore::open_with(dir, options) {
+    if let Ok(mut store) = options.open::<AnyStore>(dir) {
         exercise(&store);
         match &mut store {
             AnyStore::Dense(s) => {
@@ -197,7 +200,7 @@ fn exercise(store: &AnyStore) {
 ///
 /// # Errors
 /// When a store cannot be built.
-#[cfg(feature = "test-hooks")]
+#[cfg(feature = "internals")]
 pub fn seeds(scratch: &Path) -> crate::Result<Vec<(&'static str, String, Vec<u8>)>> {
     use crate::format::journal::{encode_delete, encode_move_header};
     use crate::{Codec, DType, DynDenseStore, DynRaggedStore, Geometry};
@@ -211,12 +214,20 @@ pub fn seeds(scratch: &Path) -> crate::Result<Vec<(&'static str, String, Vec<u8>
     for (i, codec) in [Codec::Raw, Codec::Zstd].into_iter().enumerate() {
         let name = format!("dense-{}", codec.name());
         let path = scratch.join(&name);
-        let s = DynDenseStore::create_with_geometry(&path, DType::U16, &[3], codec.clone(), small)?;
+        let s = crate::OpenOptions::new()
+            .geometry(small)
+            .create::<DynDenseStore>(
+                &path,
+                &crate::Schema::dense(DType::U16, &[3]),
+                codec.clone(),
+            )?;
         s.append_bytes(DType::U16, &(0..60u8).collect::<Vec<_>>())?;
         stores.push((name, path));
         let name = format!("ragged-{}", codec.name());
         let path = scratch.join(&name);
-        let s = DynRaggedStore::create_with_geometry(&path, DType::U8, codec, small)?;
+        let s = crate::OpenOptions::new()
+            .geometry(small)
+            .create::<DynRaggedStore>(&path, &crate::Schema::ragged(DType::U8), codec)?;
         let mut batch = crate::RaggedBatch::<u8>::new();
         for k in 0..12usize {
             let shape: Vec<usize> = match k % 4 {

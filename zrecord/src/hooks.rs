@@ -1,6 +1,6 @@
 //! Hold points for tests that kill a process at an exact step of a write.
 //!
-//! Not API: compiled only with the non-default feature `test-hooks`, which
+//! Not API: compiled only with the non-default feature `internals`, which
 //! the crate's own tests turn on. Without it every hold point is an empty
 //! inline function.
 //!
@@ -25,16 +25,16 @@
 //! | `delete:committed` | a delete committed its length, before removing the journal |
 
 /// The environment variable that arms a hold point.
-#[cfg(feature = "test-hooks")]
+#[cfg(feature = "internals")]
 pub const HOLD_ENV: &str = "ZRECORD_TEST_HOLD";
 
 /// The line (then a space, the point and the count) printed on stderr at a hold.
-#[cfg(feature = "test-hooks")]
+#[cfg(feature = "internals")]
 pub const HELD: &str = "ZRECORD-HELD";
 
 /// Stops here forever if this process is armed for the `n`-th arrival at
 /// `point` and this is it (see the module docs).
-#[cfg(feature = "test-hooks")]
+#[cfg(feature = "internals")]
 pub(crate) fn hold(point: &'static str) {
     use std::sync::OnceLock;
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -61,6 +61,6 @@ pub(crate) fn hold(point: &'static str) {
     }
 }
 
-#[cfg(not(feature = "test-hooks"))]
+#[cfg(not(feature = "internals"))]
 #[inline(always)]
 pub(crate) fn hold(_point: &'static str) {}

@@ -273,7 +273,10 @@ mod tests {
         let mut table = std::fs::read(&loc).unwrap();
         table[2 * 16 + 8..2 * 16 + 12].copy_from_slice(&6u32.to_le_bytes());
         std::fs::write(&loc, table).unwrap();
-        let store = RaggedStore::<u32>::open_read_only(&path).unwrap();
+        let store = crate::OpenOptions::new()
+            .read_only(true)
+            .open::<RaggedStore<u32>>(&path)
+            .unwrap();
         match store.length_stats() {
             Err(Error::CorruptRecord { path: p, index, .. }) => {
                 assert_eq!((p, index), (path, 1));

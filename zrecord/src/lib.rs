@@ -67,8 +67,8 @@
 //!   (streamed record by record, little-endian) and `.npy` headers written.
 //! * `idx` — the `idx` module: IDX files (MNIST's format), plain or
 //!   gzipped, read into an `ArrayFile`.
-//! * `test-hooks` — for this crate's own tests (tiny file geometries); not
-//!   a stable API.
+//! * `internals` — not API, with no stability promise: hooks for this
+//!   workspace's tests, fuzz targets and benchmarks.
 //!
 //! # Platforms
 //!
@@ -100,8 +100,10 @@ mod error;
 #[cfg(any(feature = "npy", feature = "idx"))]
 mod foreign;
 mod format;
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod fuzzing;
+mod handle;
 mod hooks;
 mod lengths;
 mod options;
@@ -124,16 +126,17 @@ pub use foreign::ArrayFile;
 pub use foreign::idx;
 #[cfg(feature = "npy")]
 pub use foreign::npy;
-#[cfg(feature = "test-hooks")]
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub use format::meta::Geometry;
 pub use format::{FORMAT_VERSION, OLDEST_FORMAT_VERSION};
+pub use handle::StoreHandle;
 pub use lengths::LengthStats;
-pub use options::OpenOptions;
+pub use options::{Location, OpenOptions};
 pub use padding::{PaddedBatch, Padding};
 pub use ragged::{DynRaggedStore, RaggedStore};
-/// Not API: the hold points the crash tests kill at (feature `test-hooks`).
-#[cfg(feature = "test-hooks")]
+/// Not API: the hold points the crash tests kill at (feature `internals`).
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod test_hooks {
     pub use crate::hooks::{HELD, HOLD_ENV};
@@ -150,15 +153,16 @@ pub use ragged_batch::{DynRaggedBatch, RaggedBatch, RaggedLayout};
 /// `zrecord verify --repair`).
 ///
 /// # Errors
-/// As a writable [`open`](DynDenseStore::open), for anything but a damaged
+/// As a writable [`open`](OpenOptions::open), for anything but a damaged
 /// journal.
 pub fn repair(path: impl AsRef<std::path::Path>) -> Result<RepairReport> {
     engine::Engine::repair(path.as_ref())
 }
 
-/// When a raw gather fans out across rayon's pool, and in how many pieces, so
-/// the comparison harness (`benches/`) can give the systems it sets beside
-/// zrecord the same threads. Not a stable API: the values follow the engine.
+/// Not API (feature `internals`): when a raw gather fans out across rayon's
+/// pool, and in how many pieces, so the comparison harness can give the
+/// systems it sets beside zrecord the same threads.
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod gather_policy {
     pub use crate::engine::{PARALLEL_COPY_BYTES, PIECES_PER_THREAD};

@@ -4,7 +4,6 @@
 use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::path::Path;
-use std::sync::Arc;
 
 use ndarray::{ArrayBase, ArrayD, Data, Dimension};
 
@@ -12,13 +11,12 @@ use crate::bytes::{as_bytes, fill_bytes, try_resize};
 use crate::codec::train_from_continuous;
 use crate::common::{store_methods, training_indices};
 use crate::dtype::validate_bytes;
-use crate::engine::{Engine, Place};
-use crate::format::{Geometry, TypeIdentity, decode_shape, encode_shape};
+use crate::engine::Engine;
+use crate::format::{TypeIdentity, decode_shape, encode_shape};
 use crate::lengths::LengthHistogram;
-use crate::storage::Storage;
 use crate::{
     Codec, DType, DictTier, Dictionary, DynRaggedBatch, DynVec, Element, Error, LengthStats,
-    OpenOptions, RaggedBatch, RaggedLayout, Result, StoreKind,
+    OpenOptions, RaggedBatch, RaggedLayout, Result, Schema, StoreKind,
 };
 
 /// A ragged store whose dtype is known at run time.
@@ -31,98 +29,6 @@ pub struct DynRaggedStore {
 }
 
 impl DynRaggedStore {
-    /// Creates an empty store at `path` (which must not exist, or be an
-    /// empty folder) for records of `dtype`.
-    ///
-    /// # Errors
-    /// [`Error::AlreadyExists`] if `path` holds anything; [`Error::Io`] when
-    /// a file cannot be written (nothing is left behind).
-    pub fn create(path: impl AsRef<Path>, dtype: DType, codec: Codec) -> Result<Self> {
-        Self::create_at(
-            Place::Path(path.as_ref()),
-            dtype,
-            codec,
-            Geometry::default(),
-        )
-    }
-
-    /// [`create`](Self::create) in a [`Storage`] of your own (which must be
-    /// empty): in memory, or behind a fault-injecting wrapper in tests.
-    ///
-    /// # Errors
-    /// As [`create`](Self::create).
-    pub fn create_in(storage: Arc<dyn Storage>, dtype: DType, codec: Codec) -> Result<Self> {
-        Self::create_at(Place::Storage(storage), dtype, codec, Geometry::default())
-    }
-
-    /// [`open_with`](Self::open_with) for a store in a [`Storage`] of your
-    /// own (`options`' [`io`](OpenOptions::io) aside: the storage decides).
-    ///
-    /// # Errors
-    /// As [`open`](Self::open).
-    pub fn open_in(storage: Arc<dyn Storage>, options: OpenOptions) -> Result<Self> {
-        Self::from_engine(Engine::open_in(storage, options)?)
-    }
-
-    /// [`create`](Self::create) with a chosen file geometry.
-    #[cfg(feature = "test-hooks")]
-    #[doc(hidden)]
-    pub fn create_with_geometry(
-        path: impl AsRef<Path>,
-        dtype: DType,
-        codec: Codec,
-        geometry: Geometry,
-    ) -> Result<Self> {
-        Self::create_at(Place::Path(path.as_ref()), dtype, codec, geometry)
-    }
-
-    /// [`create_in`](Self::create_in) with a chosen file geometry.
-    #[cfg(feature = "test-hooks")]
-    #[doc(hidden)]
-    pub fn create_in_with_geometry(
-        storage: Arc<dyn Storage>,
-        dtype: DType,
-        codec: Codec,
-        geometry: Geometry,
-    ) -> Result<Self> {
-        Self::create_at(Place::Storage(storage), dtype, codec, geometry)
-    }
-
-    fn create_at(place: Place<'_>, dtype: DType, codec: Codec, geometry: Geometry) -> Result<Self> {
-        Self::from_engine(Engine::create_at(
-            place,
-            TypeIdentity::Ragged { dtype },
-            codec,
-            geometry,
-        )?)
-    }
-
-    /// Opens the ragged store at `path` and takes its lock.
-    ///
-    /// # Errors
-    /// [`Error::KindMismatch`] for a dense store; otherwise as
-    /// [`DynDenseStore::open`](crate::DynDenseStore::open).
-    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        Self::open_with(path, OpenOptions::new())
-    }
-
-    /// Opens the ragged store at `path` read-only, sharing it with other
-    /// read-only handles (see [`OpenOptions`]).
-    ///
-    /// # Errors
-    /// As [`DynDenseStore::open_read_only`](crate::DynDenseStore::open_read_only).
-    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self> {
-        Self::open_with(path, OpenOptions::new().read_only(true))
-    }
-
-    /// Opens the ragged store at `path` as `options` say.
-    ///
-    /// # Errors
-    /// As [`open`](Self::open) and [`open_read_only`](Self::open_read_only).
-    pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
-        Self::from_engine(Engine::open(path.as_ref(), options)?)
-    }
-
     pub(crate) fn from_engine(engine: Engine) -> Result<Self> {
         match engine.identity().clone() {
             TypeIdentity::Ragged { dtype } => Ok(DynRaggedStore { engine, dtype }),
@@ -408,49 +314,27 @@ pub struct RaggedStore<T: Element> {
 }
 
 impl<T: Element> RaggedStore<T> {
-    /// Creates an empty store at `path`.
+    /// Creates an empty store at `path` (which must not exist, or be an
+    /// empty folder) for records of `T` of any shape.
+    /// [`OpenOptions::create`] takes other settings and locations.
     ///
     /// # Errors
-    /// As [`DynRaggedStore::create`].
+    /// [`Error::AlreadyExists`] if `path` holds anything; [`Error::Io`] when
+    /// a file cannot be written (nothing is left behind).
     pub fn create(path: impl AsRef<Path>, codec: Codec) -> Result<Self> {
-        DynRaggedStore::create(path, T::DTYPE, codec)?.typed()
+        OpenOptions::new().create(path.as_ref(), &Schema::ragged(T::DTYPE), codec)
     }
 
-    /// [`create`](Self::create) with a chosen file geometry.
-    #[cfg(feature = "test-hooks")]
-    #[doc(hidden)]
-    pub fn create_with_geometry(
-        path: impl AsRef<Path>,
-        codec: Codec,
-        geometry: Geometry,
-    ) -> Result<Self> {
-        DynRaggedStore::create_with_geometry(path, T::DTYPE, codec, geometry)?.typed()
-    }
-
-    /// Opens the store at `path`, which must hold `T` records.
+    /// Opens the store at `path`, writable, which must hold ragged `T`
+    /// records. [`OpenOptions::open`] opens read-only and with other
+    /// settings.
     ///
     /// # Errors
-    /// [`Error::DTypeMismatch`] if it holds another dtype; otherwise as
-    /// [`DynRaggedStore::open`].
+    /// As [`OpenOptions::open`]: [`Error::DTypeMismatch`] if it holds
+    /// another dtype, [`Error::KindMismatch`] for a dense store,
+    /// [`Error::StoreBusy`] when another handle has it open, ….
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        DynRaggedStore::open(path)?.typed()
-    }
-
-    /// Opens the store at `path` read-only, sharing it with other read-only
-    /// handles (see [`OpenOptions`]); it must hold `T` records.
-    ///
-    /// # Errors
-    /// As [`DynRaggedStore::open_read_only`], and [`Error::DTypeMismatch`].
-    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Self> {
-        DynRaggedStore::open_read_only(path)?.typed()
-    }
-
-    /// Opens the store at `path` as `options` say; it must hold `T` records.
-    ///
-    /// # Errors
-    /// As [`DynRaggedStore::open_with`], and [`Error::DTypeMismatch`].
-    pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
-        DynRaggedStore::open_with(path, options)?.typed()
+        OpenOptions::new().open(path.as_ref())
     }
 
     /// The dtype-tagged store.

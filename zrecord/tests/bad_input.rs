@@ -52,8 +52,13 @@ fn rejected_appends_and_gathers_change_nothing() {
         Err(Error::ShapeMismatch { .. })
     ));
     // An invalid bool byte in a bool store.
-    let flags =
-        DynDenseStore::create(dir.path().join("flags"), DType::Bool, &[], Codec::Raw).unwrap();
+    let flags = zrecord::OpenOptions::new()
+        .create::<DynDenseStore>(
+            dir.path().join("flags"),
+            &zrecord::Schema::dense(DType::Bool, &[]),
+            Codec::Raw,
+        )
+        .unwrap();
     let f0 = snapshot(&dir.path().join("flags"));
     assert!(matches!(
         flags.append_bytes(DType::Bool, &[1, 0, 2]),

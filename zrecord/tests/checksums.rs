@@ -55,7 +55,7 @@ fn raw_dense_record_covered(io: Io) {
     // Every byte of record 3, its checksum included.
     for at in start..start + stored {
         flip(&path, at);
-        let plain = DenseStore::<u8>::open_with(&path, plain(io)).unwrap();
+        let plain = plain(io).open::<DenseStore<u8>>(&path).unwrap();
         assert!(
             matches!(plain.verify(), Err(Error::CorruptRecord { index: 3, .. })),
             "{io:?} byte {at}"
@@ -68,7 +68,7 @@ fn raw_dense_record_covered(io: Io) {
             );
         }
         drop(plain);
-        let store = DenseStore::<u8>::open_with(&path, checked(io)).unwrap();
+        let store = checked(io).open::<DenseStore<u8>>(&path).unwrap();
         assert!(
             matches!(store.gather(&[1, 3]), Err(Error::CorruptRecord { index: 3, ref reason, .. }) if reason.contains("checksum")),
             "{io:?} byte {at}"
@@ -77,7 +77,7 @@ fn raw_dense_record_covered(io: Io) {
         drop(store);
         flip(&path, at);
     }
-    let store = DenseStore::<u8>::open_with(&path, checked(io)).unwrap();
+    let store = checked(io).open::<DenseStore<u8>>(&path).unwrap();
     assert_eq!(store.verify().unwrap().records, 5);
     // A large batch takes the parallel path.
     let all: Vec<u64> = (0..5).cycle().take(20_000).collect();
@@ -106,7 +106,7 @@ fn payloads_and_shape_records_of_ragged_stores_are_covered() {
         }
         for (what, at) in targets {
             flip(&path, at);
-            let store = RaggedStore::<u16>::open_with(&path, checked(io)).unwrap();
+            let store = checked(io).open::<RaggedStore<u16>>(&path).unwrap();
             assert!(
                 matches!(store.verify(), Err(Error::CorruptRecord { index: 1, .. })),
                 "{io:?} {codec} {what}"
@@ -123,7 +123,8 @@ fn payloads_and_shape_records_of_ragged_stores_are_covered() {
             flip(&path, at);
         }
         assert_eq!(
-            RaggedStore::<u16>::open_with(&path, plain(io))
+            plain(io)
+                .open::<RaggedStore<u16>>(&path)
                 .unwrap()
                 .verify()
                 .unwrap()

@@ -357,7 +357,10 @@ fn files_and_lines_round_trip() {
     // An empty line is an empty record, or left out with --skip-empty.
     fs::write(d.join("gaps.txt"), "a\n\nb\n").unwrap();
     ok(&[&"import", &"lines", &d.join("gaps.txt"), &d.join("gaps")]);
-    let gaps = zrecord::RaggedStore::<u8>::open_read_only(d.join("gaps")).unwrap();
+    let gaps = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<zrecord::RaggedStore<u8>>(d.join("gaps"))
+        .unwrap();
     let batch = gaps.gather(&[0, 1, 2]).unwrap();
     let lines: Vec<&[u8]> = (0..3)
         .map(|i| &batch.values()[batch.layout().range(i).unwrap()])
@@ -370,7 +373,10 @@ fn files_and_lines_round_trip() {
         &d.join("gaps-skipped"),
         &"--skip-empty",
     ]);
-    let skipped = zrecord::RaggedStore::<u8>::open_read_only(d.join("gaps-skipped")).unwrap();
+    let skipped = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<zrecord::RaggedStore<u8>>(d.join("gaps-skipped"))
+        .unwrap();
     assert_eq!(skipped.len(), 2);
 }
 
@@ -629,7 +635,12 @@ fn the_zstd_level_is_chosen_on_import_and_recode() {
         .map(|i| ((i % 784) * (i / 784 % 7) % 251) as u8)
         .collect();
     fs::write(d.join("x.npy"), npy("|u1", &[400, 784], &data)).unwrap();
-    let stored = |name: &str| zrecord::AnyStore::open_read_only(d.join(name)).unwrap();
+    let stored = |name: &str| {
+        zrecord::OpenOptions::new()
+            .read_only(true)
+            .open::<zrecord::AnyStore>(d.join(name))
+            .unwrap()
+    };
     let size = |name: &str| match stored(name) {
         zrecord::AnyStore::Dense(s) => s.stats().unwrap().live_bytes,
         zrecord::AnyStore::Ragged(s) => s.stats().unwrap().live_bytes,

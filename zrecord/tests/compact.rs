@@ -20,7 +20,14 @@ fn record(r: u64) -> Vec<u8> {
 
 /// A store of 2,000 records with every third and some random ones deleted.
 fn fragmented(path: &Path, codec: Codec) -> (RaggedStore<u8>, Vec<Vec<u8>>) {
-    let mut store = RaggedStore::<u8>::create_with_geometry(path, codec, GEOMETRY).unwrap();
+    let mut store = zrecord::OpenOptions::new()
+        .geometry(GEOMETRY)
+        .create::<RaggedStore<u8>>(
+            path,
+            &zrecord::Schema::ragged(<u8 as zrecord::Element>::DTYPE),
+            codec,
+        )
+        .unwrap();
     let mut model: Vec<Vec<u8>> = (0..2000).map(record).collect();
     for batch in model.chunks(97) {
         store.append_slices(batch).unwrap();

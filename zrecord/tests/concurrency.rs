@@ -410,12 +410,14 @@ fn dense_zstd_gathers_see_only_committed_records_while_appending() {
 #[test]
 fn ragged_raw_gathers_see_only_committed_records_while_appending() {
     let dir = tempfile::tempdir().unwrap();
-    let store = RaggedStore::<u16>::create_with_geometry(
-        dir.path().join("ragged"),
-        Codec::Raw,
-        RAGGED_GEOMETRY,
-    )
-    .expect("create");
+    let store = zrecord::OpenOptions::new()
+        .geometry(RAGGED_GEOMETRY)
+        .create::<RaggedStore<u16>>(
+            dir.path().join("ragged"),
+            &zrecord::Schema::ragged(<u16 as zrecord::Element>::DTYPE),
+            Codec::Raw,
+        )
+        .expect("create");
     let store = Ragged(store);
     hammer("ragged raw", &store);
     // The run crossed chunk and table-segment boundaries.

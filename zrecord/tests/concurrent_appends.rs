@@ -135,13 +135,14 @@ fn flushes_and_syncs_while_appending_lose_nothing() {
     // adding chunks and table segments, while another thread flushes and syncs.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store");
-    let store = zrecord::DenseStore::<u32>::create_with_geometry(
-        &path,
-        &[DENSE_WIDTH],
-        Codec::Raw,
-        GEOMETRY,
-    )
-    .unwrap();
+    let store = zrecord::OpenOptions::new()
+        .geometry(GEOMETRY)
+        .create::<zrecord::DenseStore<u32>>(
+            &path,
+            &zrecord::Schema::dense(<u32 as zrecord::Element>::DTYPE, &[DENSE_WIDTH]),
+            Codec::Raw,
+        )
+        .unwrap();
     let batches = 200u32;
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {

@@ -137,7 +137,7 @@ fn damaged_shape_records_fail_verify_and_the_gathers_that_read_them() {
     drop(store);
 
     let checked = zrecord::OpenOptions::new().verify_on_read(true);
-    let store = RaggedStore::<u16>::open_with(&path, checked).unwrap();
+    let store = checked.open::<RaggedStore<u16>>(&path).unwrap();
     assert_eq!(store.gather(&[0]).unwrap().values(), &[1, 2, 3]);
     assert!(matches!(
         store.gather(&[1]),

@@ -76,7 +76,9 @@ fn open_fails(path: &Path) -> Error {
     let before = snapshot(path);
     for read_only in [true, false] {
         let opened = if read_only {
-            AnyStore::open_read_only(path)
+            zrecord::OpenOptions::new()
+                .read_only(true)
+                .open::<AnyStore>(path)
         } else {
             AnyStore::open(path)
         };
@@ -110,13 +112,23 @@ fn child_entry() {
     match case.as_str() {
         "open" => {
             let _ = AnyStore::open(&path);
-            let _ = AnyStore::open_read_only(&path);
+            let _ = zrecord::OpenOptions::new()
+                .read_only(true)
+                .open::<AnyStore>(&path);
         }
-        "verify" => match AnyStore::open_read_only(&path).unwrap() {
+        "verify" => match zrecord::OpenOptions::new()
+            .read_only(true)
+            .open::<AnyStore>(&path)
+            .unwrap()
+        {
             AnyStore::Dense(s) => println!("verify: {:?}", s.verify().map(|r| r.records)),
             AnyStore::Ragged(s) => println!("verify: {:?}", s.verify().map(|r| r.records)),
         },
-        "gather" => match AnyStore::open_read_only(&path).unwrap() {
+        "gather" => match zrecord::OpenOptions::new()
+            .read_only(true)
+            .open::<AnyStore>(&path)
+            .unwrap()
+        {
             AnyStore::Dense(s) => println!("gather: {:?}", s.gather_dyn(&[0]).map(|v| v.len())),
             AnyStore::Ragged(s) => println!("gather: {:?}", s.gather_dyn(&[0]).map(|b| b.len())),
         },
@@ -288,7 +300,10 @@ fn records_past_the_format_limits_are_errors() {
         .append_slices(&[vec![1u8, 2, 3]])
         .unwrap();
     patch(&path.join("0.loc"), 8, &u32::MAX.to_le_bytes());
-    let store = RaggedStore::<u8>::open_read_only(&path).unwrap();
+    let store = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<RaggedStore<u8>>(&path)
+        .unwrap();
     for result in [store.gather(&[0]).map(|_| ()), store.verify().map(|_| ())] {
         assert!(
             matches!(&result, Err(Error::CorruptRecord { index: 0, reason, .. }) if reason.contains("limit")),
@@ -343,7 +358,10 @@ fn a_two_gib_record_is_verified_in_bounded_memory_and_repeats_cannot_overflow() 
     );
     patch(&path.join("meta.zr"), 14, &1u64.to_le_bytes());
 
-    let store = DenseStore::<u8>::open_read_only(&path).unwrap();
+    let store = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<DenseStore<u8>>(&path)
+        .unwrap();
     assert!(matches!(
         store.gather(&vec![0; 1_000_000]),
         Err(Error::BatchTooLarge {
@@ -416,7 +434,10 @@ fn sparse_journals_and_dictionaries_are_found_from_their_size() {
     assert_eq!(report.discarded.len(), 1);
     assert!(report.discarded[0].path.ends_with("compact.journal"));
     assert!(!journal.join("compact.journal").exists());
-    let store = DenseStore::<u8>::open_read_only(&journal).unwrap();
+    let store = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<DenseStore<u8>>(&journal)
+        .unwrap();
     assert_eq!(store.verify().unwrap().records, 10);
 }
 

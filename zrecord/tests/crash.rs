@@ -177,18 +177,25 @@ impl Kind {
         };
         if self.is_ragged() {
             drop(
-                RaggedStore::<u8>::create_with_geometry(path, codec, RAGGED_GEOMETRY)
+                zrecord::OpenOptions::new()
+                    .geometry(RAGGED_GEOMETRY)
+                    .create::<RaggedStore<u8>>(
+                        path,
+                        &zrecord::Schema::ragged(<u8 as zrecord::Element>::DTYPE),
+                        codec,
+                    )
                     .expect("create the ragged store"),
             );
         } else {
             drop(
-                DenseStore::<u32>::create_with_geometry(
-                    path,
-                    &[DENSE_WIDTH],
-                    codec,
-                    DENSE_GEOMETRY,
-                )
-                .expect("create the dense store"),
+                zrecord::OpenOptions::new()
+                    .geometry(DENSE_GEOMETRY)
+                    .create::<DenseStore<u32>>(
+                        path,
+                        &zrecord::Schema::dense(<u32 as zrecord::Element>::DTYPE, &[DENSE_WIDTH]),
+                        codec,
+                    )
+                    .expect("create the dense store"),
             );
         }
     }

@@ -44,14 +44,14 @@ fn copy(memory: &Memory) -> Memory {
 /// A synced store of `n` records in memory.
 fn base(n: u64, codec: Codec) -> (Memory, Vec<Vec<u8>>) {
     let memory = Memory::new("faults");
-    let store = DynDenseStore::create_in_with_geometry(
-        Arc::new(memory.clone()),
-        DType::U8,
-        &[WIDTH],
-        codec,
-        TINY,
-    )
-    .unwrap();
+    let store = zrecord::OpenOptions::new()
+        .geometry(TINY)
+        .create::<DynDenseStore>(
+            Arc::new(memory.clone()),
+            &zrecord::Schema::dense(DType::U8, &[WIDTH]),
+            codec,
+        )
+        .unwrap();
     let model: Vec<Vec<u8>> = (0..n).map(record).collect();
     store.append_bytes(DType::U8, &model.concat()).unwrap();
     store.sync().unwrap();
@@ -73,8 +73,7 @@ fn run(
     let disk = copy(memory);
     let faulty = Arc::new(Faulty::new(Arc::new(disk.clone()), fail_at, fault));
     let what = format!("call {fail_at:?} failing with {fault:?}");
-    let opened =
-        DynDenseStore::open_in(Arc::clone(&faulty) as Arc<dyn Storage>, OpenOptions::new());
+    let opened = OpenOptions::new().open::<DynDenseStore>(Arc::clone(&faulty) as Arc<dyn Storage>);
     let outcome = opened.map(|mut store| {
         let done = op(&mut store);
         (store, done)
@@ -99,7 +98,8 @@ fn run(
             // The handle shows what the storage holds, or refuses.
             let shown = contents(&store);
             drop(store);
-            let reopened = DynDenseStore::open_in(Arc::new(disk.clone()), OpenOptions::new())
+            let reopened = OpenOptions::new()
+                .open::<DynDenseStore>(Arc::new(disk.clone()))
                 .unwrap_or_else(|e| panic!("{what}: reopen: {e}"));
             let held = contents(&reopened).unwrap();
             if let Ok(shown) = shown {
@@ -117,7 +117,8 @@ fn run(
             }
         }
     }
-    let reopened = DynDenseStore::open_in(Arc::new(disk), OpenOptions::new())
+    let reopened = OpenOptions::new()
+        .open::<DynDenseStore>(Arc::new(disk))
         .unwrap_or_else(|e| panic!("{what}: reopen: {e}"));
     reopened
         .verify()
@@ -188,8 +189,9 @@ fn a_failed_delete_or_compaction_loses_nothing_committed() {
     // Compaction of the store after the delete: the same records, moved.
     let deleted = copy(&memory);
     {
-        let mut store =
-            DynDenseStore::open_in(Arc::new(deleted.clone()), OpenOptions::new()).unwrap();
+        let mut store = OpenOptions::new()
+            .open::<DynDenseStore>(Arc::new(deleted.clone()))
+            .unwrap();
         store.delete(&targets).unwrap();
         store.sync().unwrap();
     }
@@ -201,25 +203,30 @@ fn a_failed_delete_or_compaction_loses_nothing_committed() {
 fn a_failed_create_leaves_the_storage_empty() {
     // Count the calls of a create that succeeds.
     let counting = Arc::new(Faulty::new(Arc::new(Memory::new("count")), None, Fault::Io));
-    DynDenseStore::create_in(
-        Arc::clone(&counting) as Arc<dyn Storage>,
-        DType::U8,
-        &[4],
-        Codec::Raw,
-    )
-    .unwrap();
+    zrecord::OpenOptions::new()
+        .create::<DynDenseStore>(
+            Arc::clone(&counting) as Arc<dyn Storage>,
+            &zrecord::Schema::dense(DType::U8, &[4]),
+            Codec::Raw,
+        )
+        .unwrap();
     let calls = counting.calls();
     for k in 0..calls {
         for fault in FAULTS {
             let memory = Memory::new("create");
             let faulty = Faulty::new(Arc::new(memory.clone()), Some(k), fault);
-            match DynDenseStore::create_in(Arc::new(faulty), DType::U8, &[4], Codec::Raw) {
+            match zrecord::OpenOptions::new().create::<DynDenseStore>(
+                Arc::new(faulty),
+                &zrecord::Schema::dense(DType::U8, &[4]),
+                Codec::Raw,
+            ) {
                 Err(e) => {
                     assert_typed(&e, &format!("create, call {k} {fault:?}"));
                     // Nothing half-made: the storage is empty, or (the
                     // failure hit the cleanup or the open) holds a whole store.
                     if !memory.list().unwrap().is_empty() {
-                        let store = DynDenseStore::open_in(Arc::new(memory), OpenOptions::new())
+                        let store = OpenOptions::new()
+                            .open::<DynDenseStore>(Arc::new(memory))
                             .unwrap_or_else(|e| panic!("create, call {k} {fault:?}: {e}"));
                         assert_eq!(store.len(), 0);
                     }

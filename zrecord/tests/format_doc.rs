@@ -59,7 +59,10 @@ fn the_version_1_dumps_in_format_md_open_and_read_back() {
         }
     }
     assert_eq!(files, 4);
-    let store = DenseStore::<u16>::open_read_only(&v1).unwrap();
+    let store = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<DenseStore<u16>>(&v1)
+        .unwrap();
     assert_eq!(store.format_version(), 1);
     assert_eq!(
         store.gather(&[1, 0]).unwrap().into_raw_vec_and_offset().0,

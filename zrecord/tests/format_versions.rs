@@ -30,7 +30,10 @@ fn header_versions(path: &Path) -> (u8, u8) {
 fn version_1_stores_read_back_and_verify() {
     let dir = tempfile::tempdir().unwrap();
     let d = fixture("dense-u16-raw", dir.path());
-    let s = DenseStore::<u16>::open_read_only(&d).unwrap();
+    let s = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<DenseStore<u16>>(&d)
+        .unwrap();
     assert_eq!(s.format_version(), 1);
     assert_eq!(
         s.gather(&[0, 1]).unwrap().into_raw_vec_and_offset().0,
@@ -39,7 +42,10 @@ fn version_1_stores_read_back_and_verify() {
     s.verify().unwrap();
 
     let d = fixture("dense-f32-zstd", dir.path());
-    let s = DenseStore::<f32>::open_read_only(&d).unwrap();
+    let s = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<DenseStore<f32>>(&d)
+        .unwrap();
     let mut expected: Vec<u32> = (0..20).collect();
     for hole in [7usize, 3] {
         let last = expected.pop().unwrap();
@@ -57,7 +63,10 @@ fn version_1_stores_read_back_and_verify() {
     assert_eq!(s.verify().unwrap().records, 18);
 
     let d = fixture("ragged-u8-raw", dir.path());
-    let s = RaggedStore::<u8>::open_read_only(&d).unwrap();
+    let s = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<RaggedStore<u8>>(&d)
+        .unwrap();
     let got = s.gather_arrays(&[0, 1, 2, 3]).unwrap();
     assert_eq!(got[0].as_slice().unwrap(), b"hello");
     assert_eq!(got[1].as_slice().unwrap(), b"zrecord");
@@ -68,7 +77,10 @@ fn version_1_stores_read_back_and_verify() {
     s.verify().unwrap();
 
     let d = fixture("ragged-i32-zstd", dir.path());
-    let s = RaggedStore::<i32>::open_read_only(&d).unwrap();
+    let s = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<RaggedStore<i32>>(&d)
+        .unwrap();
     for k in 0..10 {
         assert_eq!(
             s.get(k).unwrap().into_raw_vec_and_offset().0,
@@ -105,7 +117,14 @@ fn version_1_stores_take_writes_in_their_own_layout() {
     drop(s);
     assert_eq!(header_versions(&d), (1, 1));
     assert_eq!(std::fs::read(d.join("meta.zr")).unwrap()[24..], [0; 8]);
-    assert_eq!(AnyStore::open_read_only(&d).unwrap().format_version(), 1);
+    assert_eq!(
+        zrecord::OpenOptions::new()
+            .read_only(true)
+            .open::<AnyStore>(&d)
+            .unwrap()
+            .format_version(),
+        1
+    );
 }
 
 #[test]
@@ -137,7 +156,10 @@ fn empty_ragged_records_round_trip_with_their_shapes() {
         batch.push(&[4, 0], &[]).unwrap();
         store.append_batch(&batch).unwrap();
         drop(store);
-        let store = RaggedStore::<f32>::open_read_only(&path).unwrap();
+        let store = zrecord::OpenOptions::new()
+            .read_only(true)
+            .open::<RaggedStore<f32>>(&path)
+            .unwrap();
         assert_eq!(store.len(), 9);
         let got = store.gather_arrays(&(0..9).collect::<Vec<_>>()).unwrap();
         for (k, a) in arrays.iter().enumerate() {

@@ -48,13 +48,14 @@ fn worst_gather_latency_during_verify_and_append() {
         loc_segment_bits: 28,
         chunk_bits: 20,
     };
-    let store = DenseStore::<u8>::create_with_geometry(
-        dir.path().join("s"),
-        &[WIDTH],
-        Codec::Zstd,
-        geometry,
-    )
-    .unwrap();
+    let store = zrecord::OpenOptions::new()
+        .geometry(geometry)
+        .create::<DenseStore<u8>>(
+            dir.path().join("s"),
+            &zrecord::Schema::dense(<u8 as zrecord::Element>::DTYPE, &[WIDTH]),
+            Codec::Zstd,
+        )
+        .unwrap();
     let values: Vec<u8> = (0..100_000 * WIDTH).map(|i| (i * 31 % 251) as u8).collect();
     for _ in 0..RECORDS / 100_000 {
         store.append(&values).unwrap();

@@ -319,7 +319,11 @@ fn second_open_of_a_dense_store_in_this_process_is_busy() {
     let owner = new_dense(&path, 10);
 
     assert_busy(DenseStore::<u16>::open(&path), "DenseStore::open", &path);
-    assert_busy(DynDenseStore::open(&path), "DynDenseStore::open", &path);
+    assert_busy(
+        zrecord::OpenOptions::new().open::<DynDenseStore>(&path),
+        "DynDenseStore::open",
+        &path,
+    );
     assert_busy(AnyStore::open(&path), "AnyStore::open", &path);
     // The lock is taken before the type is looked at.
     assert_busy(
@@ -359,7 +363,11 @@ fn second_open_of_a_dense_store_in_this_process_is_busy() {
         &path,
     );
     drop(any);
-    drop(DynDenseStore::open(&path).expect("DynDenseStore::open after AnyStore dropped"));
+    drop(
+        zrecord::OpenOptions::new()
+            .open::<DynDenseStore>(&path)
+            .expect("DynDenseStore::open after AnyStore dropped"),
+    );
 }
 
 #[test]
@@ -371,7 +379,11 @@ fn second_open_of_a_ragged_store_in_this_process_is_busy() {
     let owner = new_ragged(&path, 9);
 
     assert_busy(RaggedStore::<u16>::open(&path), "RaggedStore::open", &path);
-    assert_busy(DynRaggedStore::open(&path), "DynRaggedStore::open", &path);
+    assert_busy(
+        zrecord::OpenOptions::new().open::<DynRaggedStore>(&path),
+        "DynRaggedStore::open",
+        &path,
+    );
     assert_busy(AnyStore::open(&path), "AnyStore::open", &path);
     assert_busy(DenseStore::<u16>::open(&path), "DenseStore::open", &path);
 
@@ -507,7 +519,13 @@ fn create_on_an_existing_store_is_already_exists_and_changes_nothing() {
             ),
             (
                 what("DynDenseStore::create"),
-                DynDenseStore::create(path, DType::U16, &[3], Codec::Zstd).map(drop),
+                zrecord::OpenOptions::new()
+                    .create::<DynDenseStore>(
+                        path,
+                        &zrecord::Schema::dense(DType::U16, &[3]),
+                        Codec::Zstd,
+                    )
+                    .map(drop),
             ),
             (
                 what("RaggedStore::create"),
@@ -515,7 +533,13 @@ fn create_on_an_existing_store_is_already_exists_and_changes_nothing() {
             ),
             (
                 what("DynRaggedStore::create"),
-                DynRaggedStore::create(path, DType::I64, Codec::Zstd).map(drop),
+                zrecord::OpenOptions::new()
+                    .create::<DynRaggedStore>(
+                        path,
+                        &zrecord::Schema::ragged(DType::I64),
+                        Codec::Zstd,
+                    )
+                    .map(drop),
             ),
         ];
         for (what, result) in results {

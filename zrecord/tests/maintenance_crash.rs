@@ -47,7 +47,14 @@ fn small_record(r: u64) -> Vec<u8> {
 }
 
 fn create(path: &Path, codec: Codec, model: &[Vec<u8>]) -> RaggedStore<u8> {
-    let store = RaggedStore::<u8>::create_with_geometry(path, codec, GEOMETRY).unwrap();
+    let store = zrecord::OpenOptions::new()
+        .geometry(GEOMETRY)
+        .create::<RaggedStore<u8>>(
+            path,
+            &zrecord::Schema::ragged(<u8 as zrecord::Element>::DTYPE),
+            codec,
+        )
+        .unwrap();
     for batch in model.chunks(100) {
         store.append_slices(batch).unwrap();
     }

@@ -18,9 +18,14 @@ fn gathers_and_appends_do_not_wait_for_a_running_verify() {
         loc_segment_bits: 4,
         chunk_bits: 12,
     };
-    let store =
-        DenseStore::<u8>::create_with_geometry(dir.path().join("s"), &[1000], Codec::Raw, geometry)
-            .unwrap();
+    let store = zrecord::OpenOptions::new()
+        .geometry(geometry)
+        .create::<DenseStore<u8>>(
+            dir.path().join("s"),
+            &zrecord::Schema::dense(<u8 as zrecord::Element>::DTYPE, &[1000]),
+            Codec::Raw,
+        )
+        .unwrap();
     store.append(&vec![5u8; 20 * 1000]).unwrap();
     // Four 1,004-byte stored records per 4,095-byte chunk.
     let chunks = || {

@@ -69,7 +69,8 @@ fn crash_everywhere(memory: &Memory, states: &[Vec<Vec<u8>>], rng: &mut Rng) -> 
     }
     for crash in &cuts {
         let rebooted = memory.crash(*crash);
-        let store = DynDenseStore::open_in(Arc::new(rebooted), OpenOptions::new())
+        let store = OpenOptions::new()
+            .open::<DynDenseStore>(Arc::new(rebooted))
             .unwrap_or_else(|e| panic!("{crash:?} of {pending}: the store does not open: {e}"));
         store
             .verify()
@@ -97,14 +98,14 @@ fn after_any_power_cut_the_store_opens_at_a_state_no_older_than_its_last_sync() 
         } else {
             Codec::Zstd
         };
-        let mut store = DynDenseStore::create_in_with_geometry(
-            Arc::new(memory.clone()),
-            DType::U8,
-            &[WIDTH],
-            codec,
-            TINY,
-        )
-        .unwrap();
+        let mut store = zrecord::OpenOptions::new()
+            .geometry(TINY)
+            .create::<DynDenseStore>(
+                Arc::new(memory.clone()),
+                &zrecord::Schema::dense(DType::U8, &[WIDTH]),
+                codec,
+            )
+            .unwrap();
         let mut model: Vec<Vec<u8>> = Vec::new();
         // Every state since the last completed sync, oldest first.
         let mut states = vec![model.clone()];

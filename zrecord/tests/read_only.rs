@@ -62,7 +62,10 @@ fn reader_entry() {
     let Some(path) = std::env::var_os(READER_ENV) else {
         return;
     };
-    let store = DenseStore::<u32>::open_read_only(PathBuf::from(path)).unwrap();
+    let store = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<DenseStore<u32>>(PathBuf::from(path))
+        .unwrap();
     let (done_tx, done) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut rest = Vec::new();
@@ -119,7 +122,10 @@ fn readers_in_many_processes_share_a_store_and_exclude_a_writer() {
         AnyStore::open(&path),
         Err(Error::StoreBusy { .. })
     ));
-    let here = DenseStore::<u32>::open_read_only(&path).unwrap();
+    let here = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<DenseStore<u32>>(&path)
+        .unwrap();
     assert!(gather_and_check(&here, 99));
     drop(here);
     let mut rounds = 0;
@@ -140,7 +146,9 @@ fn readers_in_many_processes_share_a_store_and_exclude_a_writer() {
     let writer = DenseStore::<u32>::open(&path).unwrap();
     writer.append(&record(RECORDS)).unwrap();
     assert!(matches!(
-        DenseStore::<u32>::open_read_only(&path),
+        zrecord::OpenOptions::new()
+            .read_only(true)
+            .open::<DenseStore<u32>>(&path),
         Err(Error::StoreBusy { .. })
     ));
 }
@@ -161,7 +169,7 @@ fn read_only_handles_refuse_writes_and_read_the_committed_state() {
     std::fs::write(path.join("1.chunk"), b"uncommitted").unwrap();
     let before = snapshot(&path);
     let options = OpenOptions::new().read_only(true).verify_on_read(true);
-    let mut store = DenseStore::<u32>::open_with(&path, options).unwrap();
+    let mut store = options.open::<DenseStore<u32>>(&path).unwrap();
     assert!(store.is_read_only());
     assert_eq!(store.len(), RECORDS);
     assert!(gather_and_check(&store, 1));
@@ -200,7 +208,11 @@ fn a_pending_journal_is_refused_read_only_and_finished_by_a_writer() {
     meta[24] = 1;
     std::fs::write(path.join("meta.zr"), &meta).unwrap();
     let before = snapshot(&path);
-    let e = RaggedStore::<u8>::open_read_only(&path).err().unwrap();
+    let e = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<RaggedStore<u8>>(&path)
+        .err()
+        .unwrap();
     assert!(
         matches!(&e, Error::NeedsRecovery { path, .. } if path.ends_with("delete.journal")),
         "{e:?}"
@@ -213,7 +225,14 @@ fn a_pending_journal_is_refused_read_only_and_finished_by_a_writer() {
     drop(store);
     assert!(!path.join("delete.journal").exists());
     assert_eq!(std::fs::read(path.join("meta.zr")).unwrap()[24], 0);
-    assert_eq!(RaggedStore::<u8>::open_read_only(&path).unwrap().len(), 2);
+    assert_eq!(
+        zrecord::OpenOptions::new()
+            .read_only(true)
+            .open::<RaggedStore<u8>>(&path)
+            .unwrap()
+            .len(),
+        2
+    );
 }
 
 #[test]
@@ -253,7 +272,10 @@ fn mount_entry() {
         std::fs::write(path.join("probe"), b"x").is_err(),
         "the mount is writable"
     );
-    let store = DenseStore::<u32>::open_read_only(&path).unwrap();
+    let store = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<DenseStore<u32>>(&path)
+        .unwrap();
     assert!(gather_and_check(&store, 3));
     assert_eq!(store.verify().unwrap().records, RECORDS);
     drop(store);
@@ -310,7 +332,10 @@ fn a_read_only_open_works_on_a_read_only_mount() {
     assert_eq!(snapshot(&path), before);
     // 0444 files outside the mount open read-only too.
     assert!(gather_and_check(
-        &DenseStore::<u32>::open_read_only(&path).unwrap(),
+        &zrecord::OpenOptions::new()
+            .read_only(true)
+            .open::<DenseStore<u32>>(&path)
+            .unwrap(),
         4
     ));
 }

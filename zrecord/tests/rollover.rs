@@ -29,14 +29,14 @@ fn dense_records_fill_chunks_and_segments() {
     for codec in [Codec::Raw, Codec::Zstd] {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s");
-        let store = DynDenseStore::create_with_geometry(
-            &path,
-            DType::U8,
-            &[10, 10],
-            codec.clone(),
-            geometry,
-        )
-        .unwrap();
+        let store = zrecord::OpenOptions::new()
+            .geometry(geometry)
+            .create::<DynDenseStore>(
+                &path,
+                &zrecord::Schema::dense(DType::U8, &[10, 10]),
+                codec.clone(),
+            )
+            .unwrap();
         let mut model = Vec::new();
         for (b, n) in [1usize, 7, 50, 200, 3, 739].into_iter().enumerate() {
             let bytes = common::valid_bytes(DType::U8, b as u64, n * 100);
@@ -59,7 +59,9 @@ fn dense_records_fill_chunks_and_segments() {
             .collect();
         assert_eq!(out, expected);
         drop(store);
-        let store = DynDenseStore::open(&path).unwrap();
+        let store = zrecord::OpenOptions::new()
+            .open::<DynDenseStore>(&path)
+            .unwrap();
         store.gather_bytes(&all, &mut out).unwrap();
         assert_eq!(out, expected);
         assert_eq!(store.verify().unwrap().records, 1000);
@@ -74,7 +76,14 @@ fn a_record_fills_a_chunk_exactly_or_is_refused() {
     };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s");
-    let store = RaggedStore::<u8>::create_with_geometry(&path, Codec::Raw, geometry).unwrap();
+    let store = zrecord::OpenOptions::new()
+        .geometry(geometry)
+        .create::<RaggedStore<u8>>(
+            &path,
+            &zrecord::Schema::ragged(<u8 as zrecord::Element>::DTYPE),
+            Codec::Raw,
+        )
+        .unwrap();
     // A payload and its 16-byte shape record, each with a 4-byte checksum:
     // 4,071 + 4 + 16 + 4 = 4,095 bytes, one whole chunk.
     store.append_slices(&[vec![1u8; 4071]]).unwrap();

@@ -157,7 +157,10 @@ fn a_damaged_entry_inside_a_run_is_refused() {
     bytes[300 * 16..300 * 16 + 4].copy_from_slice(&end.to_le_bytes());
     std::fs::write(&table, &bytes).unwrap();
 
-    let store = DenseStore::<u8>::open_read_only(&path).unwrap();
+    let store = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<DenseStore<u8>>(&path)
+        .unwrap();
     let mut out = vec![0u8; 2 * WIDTH];
     for pair in [[10u64, 299], [299, 301], [512, 0]] {
         store.gather_into(&pair, &mut out).unwrap();

@@ -33,7 +33,14 @@ fn store(path: &Path) -> RaggedStore<u8> {
         loc_segment_bits: 4,
         chunk_bits: 12,
     };
-    let mut store = RaggedStore::<u8>::create_with_geometry(path, Codec::Raw, geometry).unwrap();
+    let mut store = zrecord::OpenOptions::new()
+        .geometry(geometry)
+        .create::<RaggedStore<u8>>(
+            path,
+            &zrecord::Schema::ragged(<u8 as zrecord::Element>::DTYPE),
+            Codec::Raw,
+        )
+        .unwrap();
     store
         .append_slices(&[vec![1u8; 100], vec![2u8; 2900], vec![3u8; 1100]])
         .unwrap();

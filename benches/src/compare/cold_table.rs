@@ -147,7 +147,7 @@ fn cold<T>(path: &Path, f: impl FnOnce() -> Result<T>) -> Result<Option<T>> {
 fn loader_rate(path: &Path, seed: u64, batches: usize) -> Result<f64> {
     let options = OpenOptions::new().read_only(true).io(Io::Direct);
     let start = Instant::now();
-    let stream = Stream::from(AnyStore::open_with(path, options)?);
+    let stream = Stream::from(options.open::<AnyStore>(path)?);
     let mut loader = Loader::builder(BATCH as u64)
         .stream("x", stream)
         .mode(Mode::Iid)

@@ -72,12 +72,18 @@ pub fn main(config_json: &str) -> Result<()> {
     let config: ChildConfig = serde_json::from_str(config_json)?;
     let result = match &config.data {
         Data::Labelled { records, labels } => {
-            let images = DenseStore::<u8>::open_read_only(records)?;
-            let labels = DenseStore::<i64>::open_read_only(labels)?;
+            let images = zrecord::OpenOptions::new()
+                .read_only(true)
+                .open::<DenseStore<u8>>(records)?;
+            let labels = zrecord::OpenOptions::new()
+                .read_only(true)
+                .open::<DenseStore<i64>>(labels)?;
             measured(|| labelled(&config, images, labels))?
         }
         Data::PaddedTokens { tokens } => {
-            let tokens = RaggedStore::<i32>::open_read_only(tokens)?;
+            let tokens = zrecord::OpenOptions::new()
+                .read_only(true)
+                .open::<RaggedStore<i32>>(tokens)?;
             measured(|| padded(&config, tokens))?
         }
     };

@@ -351,9 +351,9 @@ impl Zrecord {
         options: OpenOptions,
     ) -> zrecord::Result<Zrecord> {
         Ok(match source {
-            Source::Dense { .. } => Zrecord::Dense(DenseStore::open_with(path, options)?, vec![]),
+            Source::Dense { .. } => Zrecord::Dense(options.open(path)?, vec![]),
             Source::Ragged(_) => {
-                let store = RaggedStore::open_with(path, options)?;
+                let store = options.open(path)?;
                 Zrecord::Ragged(store, RaggedBatch::default())
             }
         })

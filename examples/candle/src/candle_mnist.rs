@@ -247,8 +247,12 @@ pub fn train(
     device: &Device,
     mut on_epoch: impl FnMut(usize, f32),
 ) -> Result<(Mlp, VarMap, TrainReport), BoxError> {
-    let images = DenseStore::<u8>::open_read_only(stores.path("train", "images"))?;
-    let labels = DenseStore::<u8>::open_read_only(stores.path("train", "labels"))?;
+    let images = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<DenseStore<u8>>(stores.path("train", "images"))?;
+    let labels = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<DenseStore<u8>>(stores.path("train", "labels"))?;
     let dev = device.clone();
     let mut loader = Loader::builder(config.batch)
         .stream("image", images)
@@ -372,8 +376,12 @@ pub fn accuracy(
     split: &str,
     device: &Device,
 ) -> Result<f64, BoxError> {
-    let images = DenseStore::<u8>::open_read_only(stores.path(split, "images"))?;
-    let labels = DenseStore::<u8>::open_read_only(stores.path(split, "labels"))?;
+    let images = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<DenseStore<u8>>(stores.path(split, "images"))?;
+    let labels = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<DenseStore<u8>>(stores.path(split, "labels"))?;
     let ids: Vec<u64> = (0..images.len()).collect();
     let predicted = classify_records(model, &images, &ids, 1000, device)?;
     let truth = labels.gather(&ids)?;

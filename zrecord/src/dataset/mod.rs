@@ -223,7 +223,9 @@ impl Dataset {
             reason: format!("cannot read {MANIFEST_FILE} ({e}); `zrecord dataset join` writes it"),
         })?;
         Self::open_with(dir, &bytes, |store| {
-            AnyStore::open_read_only(dir.join(store))
+            crate::OpenOptions::new()
+                .read_only(true)
+                .open::<AnyStore>(dir.join(store))
         })
     }
 
@@ -344,7 +346,13 @@ fn shard_streams(dir: &Path) -> Result<Vec<(ManifestStream, u64)>> {
         )
     };
     if dir.join(STORE_HEADER).is_file() {
-        return Ok(vec![stream(RECORDS, ".", AnyStore::open_read_only(dir)?)]);
+        return Ok(vec![stream(
+            RECORDS,
+            ".",
+            crate::OpenOptions::new()
+                .read_only(true)
+                .open::<AnyStore>(dir)?,
+        )]);
     }
     let mut found = Vec::new();
     for entry in fs::read_dir(dir).map_err(Error::io("list", dir))? {
@@ -354,7 +362,13 @@ fn shard_streams(dir: &Path) -> Result<Vec<(ManifestStream, u64)>> {
             && !name.starts_with('.')
             && path.join(STORE_HEADER).is_file()
         {
-            found.push(stream(name, name, AnyStore::open_read_only(&path)?));
+            found.push(stream(
+                name,
+                name,
+                crate::OpenOptions::new()
+                    .read_only(true)
+                    .open::<AnyStore>(&path)?,
+            ));
         }
     }
     found.sort_by(|a, b| a.0.name.cmp(&b.0.name));

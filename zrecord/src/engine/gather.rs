@@ -17,10 +17,18 @@ use crate::{Error, Result};
 
 /// A raw gather smaller than this stays on the calling thread: copying
 /// 1 MiB takes about as long as waking another core.
+#[cfg_attr(
+    not(feature = "internals"),
+    expect(unreachable_pub, reason = "public with the internals feature only")
+)]
 pub const PARALLEL_COPY_BYTES: usize = 1 << 20;
 /// A compressed gather smaller than this (logical bytes) stays on the calling thread.
 const PARALLEL_DECODE_BYTES: usize = 64 << 10;
 /// A parallel gather cuts its records into this many contiguous pieces per thread.
+#[cfg_attr(
+    not(feature = "internals"),
+    expect(unreachable_pub, reason = "public with the internals feature only")
+)]
 pub const PIECES_PER_THREAD: usize = 4;
 /// Records a raw gather on the calling thread finds ahead of the one it
 /// copies; records in runs are prefetched twice as far (measured on

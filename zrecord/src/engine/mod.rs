@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 
 pub(crate) use gather::Snapshot;
 
+#[cfg(feature = "internals")]
 pub use gather::{PARALLEL_COPY_BYTES, PIECES_PER_THREAD};
 pub use maintenance::CompactProgress;
 pub use open::{DiscardedJournal, RepairReport};
@@ -33,7 +34,7 @@ use crate::format::{
     StoreHeader, TypeIdentity, checksum, chunk_file, loc_file,
 };
 use crate::storage::{Access, Disk, Io, Storage, StorageFile};
-use crate::{Codec, Error, OpenOptions, Result};
+use crate::{Codec, Error, Location, OpenOptions, Result};
 use files::FileTable;
 
 /// What a store holds and where its bytes go — from [`DenseStore::stats`](crate::DenseStore::stats)
@@ -83,12 +84,6 @@ impl Writer {
     }
 }
 
-/// Where a store is created: a folder on disk, or a storage.
-pub(crate) enum Place<'a> {
-    Path(&'a Path),
-    Storage(Arc<dyn Storage>),
-}
-
 pub(crate) struct Engine {
     /// Where the store is, as errors name it.
     dir: PathBuf,
@@ -130,8 +125,9 @@ impl Engine {
         dir: &Path,
         identity: TypeIdentity,
         codec: Codec,
-        geometry: Geometry,
+        options: OpenOptions,
     ) -> Result<Engine> {
+        let geometry = options.geometry;
         identity.check().map_err(Error::InvalidArgument)?;
         geometry.check().map_err(Error::InvalidArgument)?;
         match fs::read_dir(dir) {
@@ -166,7 +162,7 @@ impl Engine {
             .map_err(Error::io("create", &staging))
             .and_then(|()| {
                 write_new_store(
-                    &Disk::new(&staging, Io::Mapped),
+                    &Disk::new(&staging, &OpenOptions::new().io(Io::Mapped)),
                     &identity,
                     &codec,
                     geometry,
@@ -183,19 +179,19 @@ impl Engine {
             let _ = fs::remove_dir_all(&staging);
             return Err(e);
         }
-        Engine::open(dir, OpenOptions::new())
+        Engine::open(dir, options)
     }
 
     /// Creates a store at `place` and opens it.
     pub(crate) fn create_at(
-        place: Place<'_>,
+        location: Location,
         identity: TypeIdentity,
         codec: Codec,
-        geometry: Geometry,
+        options: OpenOptions,
     ) -> Result<Engine> {
-        match place {
-            Place::Path(dir) => Engine::create(dir, identity, codec, geometry),
-            Place::Storage(storage) => Engine::create_in(storage, identity, codec, geometry),
+        match location {
+            Location::Path(dir) => Engine::create(&dir, identity, codec, options),
+            Location::Storage(storage) => Engine::create_in(storage, identity, codec, options),
         }
     }
 
@@ -206,8 +202,9 @@ impl Engine {
         storage: Arc<dyn Storage>,
         identity: TypeIdentity,
         codec: Codec,
-        geometry: Geometry,
+        options: OpenOptions,
     ) -> Result<Engine> {
+        let geometry = options.geometry;
         identity.check().map_err(Error::InvalidArgument)?;
         geometry.check().map_err(Error::InvalidArgument)?;
         if !storage.list()?.is_empty() {
@@ -223,7 +220,7 @@ impl Engine {
             let _ = storage.sync();
             return Err(e);
         }
-        Engine::open_in(storage, OpenOptions::new())
+        Engine::open_in(storage, options)
     }
 
     pub(crate) fn dir(&self) -> &Path {

@@ -82,7 +82,7 @@ impl Engine {
     /// takes its lock.
     pub(crate) fn open(dir: &Path, options: OpenOptions) -> Result<Engine> {
         check_folder(dir)?;
-        Self::open_in(Arc::new(Disk::new(dir, options.io)), options)
+        Self::open_in(Arc::new(Disk::new(dir, &options)), options)
     }
 
     /// Opens the store in `storage` as `options` say (their `io` aside).
@@ -94,7 +94,7 @@ impl Engine {
     /// them, reporting what it removed.
     pub(crate) fn repair(dir: &Path) -> Result<RepairReport> {
         check_folder(dir)?;
-        let storage = Arc::new(Disk::new(dir, Io::Auto));
+        let storage = Arc::new(Disk::new(dir, &OpenOptions::new()));
         Self::open_inner(storage, OpenOptions::new(), true).map(|(_, report)| report)
     }
 

@@ -223,6 +223,7 @@ pub(crate) fn read_delete(
 }
 
 /// A reader over bytes in memory (tests and fuzzing).
+#[cfg(any(test, feature = "internals"))]
 pub(crate) fn slice_reader(bytes: &[u8]) -> impl FnMut(u64, &mut [u8]) -> std::io::Result<()> + '_ {
     move |at, buf| {
         let at = usize::try_from(at).unwrap_or(usize::MAX);

@@ -53,11 +53,11 @@ impl MetaFlags {
 
 /// How the record table and the data are cut into files. Persisted in
 /// `meta.zr`; the defaults are the format's (2^28-entry segments, 4 GiB
-/// chunks). Tests use tiny ones to exercise rollover (feature `test-hooks`).
+/// chunks). Tests use tiny ones to exercise rollover (feature `internals`).
 #[doc(hidden)]
 #[cfg_attr(
-    not(feature = "test-hooks"),
-    expect(unreachable_pub, reason = "public with the test-hooks feature only")
+    not(feature = "internals"),
+    expect(unreachable_pub, reason = "public with the internals feature only")
 )]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Geometry {

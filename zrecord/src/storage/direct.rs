@@ -6,8 +6,8 @@
 //! opened with `O_DIRECT`, reads go around the page cache: each widened to
 //! whole [`ALIGN`] blocks, into an aligned buffer, and copied out.
 //!
-//! Set the environment variable `ZRECORD_IO_URING=0` to use the pool even
-//! where `io_uring` works.
+//! [`OpenOptions::io_uring`](crate::OpenOptions::io_uring) turned off uses
+//! the pool even where `io_uring` works.
 
 use std::fs::File;
 use std::io::ErrorKind;
@@ -45,6 +45,8 @@ pub(super) struct Source<'f> {
     pub(super) uncached: Option<&'f File>,
     /// Its path, for errors.
     pub(super) path: &'f Path,
+    /// Whether an `io_uring` may read it.
+    pub(super) io_uring: bool,
 }
 
 impl Source<'_> {
@@ -236,16 +238,14 @@ mod uring {
         static RING: RefCell<Option<IoUring>> = const { RefCell::new(None) };
     }
 
-    /// Whether batches use `io_uring`: not where `ZRECORD_IO_URING=0`, nor
-    /// where the kernel or a sandbox (Docker's default seccomp profile)
-    /// refuses rings or their read operation.
-    pub(crate) fn enabled() -> bool {
+    /// Whether rings work here: not where the kernel or a sandbox (Docker's
+    /// default seccomp profile) refuses rings or their read operation.
+    pub(crate) fn available() -> bool {
         match AVAILABLE.load(Ordering::Relaxed) {
             YES => true,
             NO => false,
             _ => {
-                let yes = std::env::var_os("ZRECORD_IO_URING").is_none_or(|v| v != "0")
-                    && new_ring().is_some();
+                let yes = new_ring().is_some();
                 AVAILABLE.store(if yes { YES } else { NO }, Ordering::Relaxed);
                 yes
             }
@@ -270,7 +270,7 @@ mod uring {
     /// Reads every run of `runs` through the calling thread's ring; `None`
     /// where `io_uring` is not to be used (the caller reads another way).
     pub(super) fn read_runs(source: &Source<'_>, runs: &mut [Run<'_, '_>]) -> Option<Result<()>> {
-        if !enabled() {
+        if !source.io_uring || !available() {
             return None;
         }
         RING.with(|cell| {
@@ -435,6 +435,7 @@ mod tests {
                 file: file.as_file(),
                 uncached,
                 path: file.path(),
+                io_uring: true,
             };
             let mut bufs: Vec<Vec<u8>> = spans.iter().map(|&(_, n)| vec![0; n]).collect();
             let mut reads: Vec<(u64, &mut [u8])> = spans
@@ -468,8 +469,8 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn io_uring_fills_every_buffer_merged_or_not() {
-        if !uring::enabled() {
-            eprintln!("skipped: io_uring is refused here or turned off (ZRECORD_IO_URING=0)");
+        if !uring::available() {
+            eprintln!("skipped: io_uring is refused here");
             return;
         }
         check(|source, runs| uring::read_runs(source, runs).unwrap());

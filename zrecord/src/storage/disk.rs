@@ -17,14 +17,20 @@ use crate::{Error, Result};
 pub struct Disk {
     dir: PathBuf,
     io: Io,
+    o_direct: bool,
+    io_uring: bool,
 }
 
 impl Disk {
-    /// The store folder `dir`, whose data files are read as `io` says.
-    pub fn new(dir: impl Into<PathBuf>, io: Io) -> Disk {
+    /// The store folder `dir`, whose data files are read as `options`'
+    /// [`io`](crate::OpenOptions::io), [`o_direct`](crate::OpenOptions::o_direct)
+    /// and [`io_uring`](crate::OpenOptions::io_uring) say.
+    pub fn new(dir: impl Into<PathBuf>, options: &crate::OpenOptions) -> Disk {
         Disk {
             dir: dir.into(),
-            io,
+            io: options.io,
+            o_direct: options.o_direct,
+            io_uring: options.io_uring,
         }
     }
 }
@@ -63,6 +69,8 @@ impl Storage for Disk {
             path,
             file,
             uncached: OnceLock::new(),
+            o_direct: self.o_direct,
+            io_uring: self.io_uring,
         })))
     }
 
@@ -107,6 +115,10 @@ struct DiskFile {
     /// The same file opened with `O_DIRECT`, once reads are said to be
     /// random (and where the file system allows it).
     uncached: OnceLock<File>,
+    /// Whether random reads go around the page cache.
+    o_direct: bool,
+    /// Whether batches may use `io_uring`.
+    io_uring: bool,
 }
 
 impl StorageFile for DiskFile {
@@ -139,13 +151,15 @@ impl StorageFile for DiskFile {
             file: &self.file,
             uncached: self.uncached.get(),
             path: &self.path,
+            io_uring: self.io_uring,
         };
         direct::read_batch(&source, reads)
     }
 
     fn advise_random(&self) {
         advise_random(&self.file);
-        if let Some(uncached) = o_direct_requested()
+        if let Some(uncached) = self
+            .o_direct
             .then(|| open_uncached(&self.path, &self.file))
             .flatten()
         {
@@ -208,14 +222,6 @@ fn advise_random(file: &File) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = file;
-}
-
-/// Whether the environment asks for `O_DIRECT` reads (`ZRECORD_O_DIRECT=1`).
-/// Off by default: on the virtual disk this was measured on, cached reads
-/// with readahead off were faster (paired runs: 1.1–1.9× on cold 784-byte
-/// records), and the page cache they fill is reclaimable.
-fn o_direct_requested() -> bool {
-    std::env::var_os("ZRECORD_O_DIRECT").is_some_and(|v| v == "1")
 }
 
 /// `file` (at `path`) opened again with `O_DIRECT`, so its reads skip the
@@ -339,7 +345,7 @@ mod tests {
     fn links_folders_and_fifos_are_refused_without_blocking() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let disk = Disk::new(d, Io::Mapped);
+        let disk = Disk::new(d, &crate::OpenOptions::new().io(Io::Mapped));
         fs::write(d.join("target"), b"outside").unwrap();
         std::os::unix::fs::symlink(d.join("target"), d.join("link")).unwrap();
         fs::create_dir(d.join("folder")).unwrap();
@@ -383,18 +389,24 @@ mod tests {
         assert_eq!(choose_io(Io::Auto, u64::MAX, None), Io::Mapped);
         for io in [Io::Mapped, Io::Direct] {
             assert_eq!(choose_io(io, u64::MAX, Some(gib)), io);
-            assert_eq!(Disk::new("/nowhere", io).io(u64::MAX), io);
+            assert_eq!(
+                Disk::new("/nowhere", &crate::OpenOptions::new().io(io)).io(u64::MAX),
+                io
+            );
         }
         // This machine's budget is known, and no store fits in half of it
         // that claims every byte there is.
         assert!(memory_budget().is_some_and(|b| b > 0));
-        assert_eq!(Disk::new("/nowhere", Io::Auto).io(u64::MAX), Io::Direct);
+        assert_eq!(
+            Disk::new("/nowhere", &crate::OpenOptions::new()).io(u64::MAX),
+            Io::Direct
+        );
     }
 
     #[test]
     fn a_batch_of_reads_fills_every_buffer_merged_or_not() {
         let dir = tempfile::tempdir().unwrap();
-        let disk = Disk::new(dir.path(), Io::Direct);
+        let disk = Disk::new(dir.path(), &crate::OpenOptions::new().io(Io::Direct));
         let file = disk.open("data", Access::Create).unwrap().unwrap();
         let bytes: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
         file.write_at(&bytes, 0).unwrap();

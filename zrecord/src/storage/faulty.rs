@@ -27,11 +27,12 @@ pub enum Fault {
 /// ```
 /// use std::sync::Arc;
 /// use zrecord::storage::{Fault, Faulty, Memory};
-/// use zrecord::{Codec, DType, DynDenseStore, Error};
+/// use zrecord::{Codec, DType, DynDenseStore, Error, OpenOptions, Schema};
 ///
 /// let memory = Arc::new(Memory::new("in-memory"));
 /// let faulty = Faulty::new(memory, Some(3), Fault::Io);
-/// let made = DynDenseStore::create_in(Arc::new(faulty), DType::U8, &[2], Codec::Raw);
+/// let schema = Schema::dense(DType::U8, &[2]);
+/// let made = OpenOptions::new().create::<DynDenseStore>(Arc::new(faulty), &schema, Codec::Raw);
 /// assert!(matches!(made, Err(Error::Io { .. })));
 /// # Ok::<(), zrecord::Error>(())
 /// ```

@@ -21,7 +21,7 @@ use crate::Result;
 /// # let dir = tempfile::tempdir()?;
 /// # let path = dir.path().join("x");
 /// DenseStore::<u8>::create(&path, &[784], Codec::Raw)?.append(&vec![7; 784 * 100])?;
-/// let store = DenseStore::<u8>::open_with(&path, OpenOptions::new().io(Io::Direct))?;
+/// let store: DenseStore<u8> = OpenOptions::new().io(Io::Direct).open(&path)?;
 ///
 /// let before = IoStats::this_thread();
 /// store.gather(&[3, 50, 99])?;

@@ -22,10 +22,11 @@ const SECTOR: u64 = 512;
 /// ```
 /// use std::sync::Arc;
 /// use zrecord::storage::{Crash, Memory};
-/// use zrecord::{Codec, DynDenseStore, DType, OpenOptions};
+/// use zrecord::{Codec, DynDenseStore, DType, OpenOptions, Schema};
 ///
 /// let memory = Memory::new("in-memory");
-/// let store = DynDenseStore::create_in(Arc::new(memory.clone()), DType::U8, &[2], Codec::Raw)?;
+/// let schema = Schema::dense(DType::U8, &[2]);
+/// let store: DynDenseStore = OpenOptions::new().create(Arc::new(memory.clone()), &schema, Codec::Raw)?;
 /// store.append_bytes(DType::U8, &[1, 2])?;
 /// store.sync()?;
 /// store.append_bytes(DType::U8, &[3, 4])?;        // not synced
@@ -33,7 +34,7 @@ const SECTOR: u64 = 512;
 ///
 /// // The power fails: everything after the sync is lost.
 /// let rebooted = memory.crash(Crash::default());
-/// let store = DynDenseStore::open_in(Arc::new(rebooted), OpenOptions::new())?;
+/// let store: DynDenseStore = OpenOptions::new().open(Arc::new(rebooted))?;
 /// assert_eq!(store.len(), 1);
 /// # Ok::<(), zrecord::Error>(())
 /// ```

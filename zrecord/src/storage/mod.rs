@@ -22,16 +22,17 @@
 //!
 //! [`IoStats`] tells a thread what its gathers read and how long they waited.
 //!
-//! Stores on a storage of your own are created and opened with
-//! [`DynDenseStore::create_in`](crate::DynDenseStore::create_in) and
-//! [`DynDenseStore::open_in`](crate::DynDenseStore::open_in) (and their
-//! ragged twins).
+//! Stores on a storage of your own are created and opened by
+//! [`OpenOptions::create`](crate::OpenOptions::create) and
+//! [`OpenOptions::open`](crate::OpenOptions::open), given an `Arc` of it.
 
 mod direct;
 mod disk;
 mod faulty;
 mod io_stats;
 mod memory;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub mod page_cache;
 
 use std::fmt;
@@ -71,12 +72,11 @@ pub enum Io {
     /// Explicit positional reads into the caller's buffers, up to 64 in
     /// flight at once, with the kernel's readahead off: for stores larger
     /// than memory, or read once (cold). Reads close together are merged.
-    /// With the environment variable `ZRECORD_O_DIRECT=1`, data files are
-    /// read around the page cache (`O_DIRECT`: whole 4 KiB blocks, copied
-    /// out) where the file system allows it. Small reads go through an `io_uring` per reading thread where
-    /// the kernel allows it (not under Docker's default seccomp profile, nor
-    /// with the environment variable `ZRECORD_IO_URING=0`), large ones and
-    /// the rest through a pool of threads blocked in `pread`.
+    /// Small reads go through an `io_uring` per reading thread where the
+    /// kernel allows it, large ones and the rest through a pool of threads
+    /// blocked in `pread`; data files may be read around the page cache.
+    /// See [`OpenOptions::o_direct`](crate::OpenOptions::o_direct) and
+    /// [`OpenOptions::io_uring`](crate::OpenOptions::io_uring).
     Direct,
     /// [`Mapped`](Io::Mapped) when the store's data files fit in half the
     /// memory this process may use (the smaller of the machine's available

@@ -62,12 +62,20 @@ impl Target {
     pub fn create(path: &Path, dense: bool, codec: Codec) -> Target {
         if dense {
             Target::Dense(
-                DenseStore::create_with_geometry(path, &[DENSE_WIDTH], codec, GEOMETRY)
+                zrecord::OpenOptions::new()
+                    .geometry(GEOMETRY)
+                    .create(
+                        path,
+                        &zrecord::Schema::dense(zrecord::DType::U32, &[DENSE_WIDTH]),
+                        codec,
+                    )
                     .expect("create the dense store"),
             )
         } else {
             Target::Ragged(
-                RaggedStore::create_with_geometry(path, codec, GEOMETRY)
+                zrecord::OpenOptions::new()
+                    .geometry(GEOMETRY)
+                    .create(path, &zrecord::Schema::ragged(zrecord::DType::U32), codec)
                     .expect("create the ragged store"),
             )
         }

@@ -59,17 +59,23 @@ impl Site {
         geometry: Geometry,
     ) -> Result<DynDenseStore> {
         match self.backend {
-            Backend::Memory => DynDenseStore::create_in_with_geometry(
-                self.storage(),
-                dtype,
-                shape,
-                codec,
-                geometry,
-            ),
+            Backend::Memory => zrecord::OpenOptions::new()
+                .geometry(geometry)
+                .create::<DynDenseStore>(
+                    self.storage(),
+                    &zrecord::Schema::dense(dtype, shape),
+                    codec,
+                ),
             _ => {
-                drop(DynDenseStore::create_with_geometry(
-                    &self.path, dtype, shape, codec, geometry,
-                )?);
+                drop(
+                    zrecord::OpenOptions::new()
+                        .geometry(geometry)
+                        .create::<DynDenseStore>(
+                            &self.path,
+                            &zrecord::Schema::dense(dtype, shape),
+                            codec,
+                        )?,
+                );
                 self.open_dense(OpenOptions::new())
             }
         }
@@ -78,8 +84,8 @@ impl Site {
     pub fn open_dense(&self, options: OpenOptions) -> Result<DynDenseStore> {
         let options = self.options(options);
         match self.backend {
-            Backend::Memory => DynDenseStore::open_in(self.storage(), options),
-            _ => DynDenseStore::open_with(&self.path, options),
+            Backend::Memory => options.open::<DynDenseStore>(self.storage()),
+            _ => options.open::<DynDenseStore>(&self.path),
         }
     }
 
@@ -90,13 +96,19 @@ impl Site {
         geometry: Geometry,
     ) -> Result<DynRaggedStore> {
         match self.backend {
-            Backend::Memory => {
-                DynRaggedStore::create_in_with_geometry(self.storage(), dtype, codec, geometry)
-            }
+            Backend::Memory => zrecord::OpenOptions::new()
+                .geometry(geometry)
+                .create::<DynRaggedStore>(self.storage(), &zrecord::Schema::ragged(dtype), codec),
             _ => {
-                drop(DynRaggedStore::create_with_geometry(
-                    &self.path, dtype, codec, geometry,
-                )?);
+                drop(
+                    zrecord::OpenOptions::new()
+                        .geometry(geometry)
+                        .create::<DynRaggedStore>(
+                            &self.path,
+                            &zrecord::Schema::ragged(dtype),
+                            codec,
+                        )?,
+                );
                 self.open_ragged(OpenOptions::new())
             }
         }
@@ -105,8 +117,8 @@ impl Site {
     pub fn open_ragged(&self, options: OpenOptions) -> Result<DynRaggedStore> {
         let options = self.options(options);
         match self.backend {
-            Backend::Memory => DynRaggedStore::open_in(self.storage(), options),
-            _ => DynRaggedStore::open_with(&self.path, options),
+            Backend::Memory => options.open::<DynRaggedStore>(self.storage()),
+            _ => options.open::<DynRaggedStore>(&self.path),
         }
     }
 }

@@ -58,7 +58,8 @@ const COLD_RESIDENT_LIMIT: f64 = 0.01;
 
 pub(crate) fn run(args: Args, quiet: bool) -> Result<()> {
     let options = OpenOptions::new().read_only(true).io(args.io.into());
-    let store = AnyStore::open_with(&args.store, options)
+    let store = options
+        .open::<AnyStore>(&args.store)
         .with_context(|| args.store.display().to_string())?;
     if store.is_empty() || args.batch == 0 {
         bail!("nothing to gather: the store is empty or --batch is 0");

@@ -24,8 +24,10 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args, quiet: bool) -> Result<()> {
-    let store =
-        AnyStore::open_read_only(&args.store).with_context(|| args.store.display().to_string())?;
+    let store = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<AnyStore>(&args.store)
+        .with_context(|| args.store.display().to_string())?;
     let staged = Staged::new(&args.output, args.force)?;
     match &store {
         AnyStore::Dense(s) => to_npy(s, staged.path(), quiet),

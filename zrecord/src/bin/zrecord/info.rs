@@ -17,8 +17,10 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> Result<()> {
-    let store =
-        AnyStore::open_read_only(&args.store).with_context(|| args.store.display().to_string())?;
+    let store = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<AnyStore>(&args.store)
+        .with_context(|| args.store.display().to_string())?;
     let stats = store.stats()?;
     let codec = store.codec();
     let schema = store.schema();

@@ -123,15 +123,11 @@ fn create_store(
     codec: zrecord::Codec,
     level: Option<i32>,
 ) -> anyhow::Result<zrecord::AnyStore> {
-    let store = zrecord::AnyStore::create(path, schema, codec)?;
-    let Some(level) = level else {
-        return Ok(store);
-    };
-    drop(store); // the level is an option of the handle: open one with it
-    Ok(zrecord::AnyStore::open_with(
-        path,
-        zrecord::OpenOptions::new().zstd_level(level),
-    )?)
+    let mut options = zrecord::OpenOptions::new();
+    if let Some(level) = level {
+        options = options.zstd_level(level);
+    }
+    Ok(options.create(path, schema, codec)?)
 }
 
 /// Where a new store goes and how it is encoded: shared by every import.

@@ -34,7 +34,9 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args, quiet: bool) -> Result<()> {
-    let source = AnyStore::open_read_only(&args.source)
+    let source = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<AnyStore>(&args.source)
         .with_context(|| args.source.display().to_string())?;
     let dict = match (&args.codec, &args.dict) {
         (CodecArg::ZstdDict, Some(path)) => Some(

@@ -23,8 +23,10 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: Args) -> Result<()> {
-    let store =
-        AnyStore::open_read_only(&args.store).with_context(|| args.store.display().to_string())?;
+    let store = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<AnyStore>(&args.store)
+        .with_context(|| args.store.display().to_string())?;
     let dict = store
         .train_dict(args.tier.into())
         .with_context(|| args.store.display().to_string())?;

@@ -27,13 +27,16 @@ pub(crate) fn run(args: Args, quiet: bool) -> Result<(), Failure> {
             println!("removed {}: {}; {}", j.path.display(), j.reason, j.risk);
         }
     }
-    let report = AnyStore::open_read_only(&args.store).and_then(|store| {
-        let bar = progress::records(quiet, store.len(), "verify");
-        let progress = |done, _| bar.set_position(done);
-        let report = store.verify_with(progress);
-        bar.finish_and_clear();
-        report
-    });
+    let report = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<AnyStore>(&args.store)
+        .and_then(|store| {
+            let bar = progress::records(quiet, store.len(), "verify");
+            let progress = |done, _| bar.set_position(done);
+            let report = store.verify_with(progress);
+            bar.finish_and_clear();
+            report
+        });
     match report {
         Ok(r) => {
             println!(
