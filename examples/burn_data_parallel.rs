@@ -761,3 +761,111 @@ fn reference_test(data: &Data) -> Result<StoreDataLoader<ImageBatch>, BoxError> 
         .epoch_mode(EpochMode::Repeat)
         .build(&Device::flex(), to_model_input)?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A few steps on `ranks` ranks from `initial`: the replicas' parameters.
+    fn replicas(
+        ranks: usize,
+        average: bool,
+        initial: &Mlp,
+        data: &Data,
+        dir: &Path,
+    ) -> Vec<Vec<f32>> {
+        let options = Options {
+            ranks,
+            epochs: 2,
+            batch: 32,
+            steps_per_epoch: Some(4),
+            seed: 11,
+            average,
+            stores: dir.into(),
+            print: false,
+        };
+        train(&options, initial, data).unwrap().replicas
+    }
+
+    /// `max |a − b| / max |b|`.
+    fn relative_diff(a: &[f32], b: &[f32]) -> f32 {
+        let largest = b.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        max_abs_diff(a, b) / largest
+    }
+
+    /// Averaged gradients make N ranks train the single-rank model: the same
+    /// parameters up to float rounding, from the same initial weights and
+    /// global batches — with equal shards (2 ranks of 16) and unequal ones
+    /// (3 ranks: 10 + 11 + 11, weighted by their record counts) — and the
+    /// replicas bit-identical. Without the averaging, the same check fails.
+    #[test]
+    fn averaged_gradients_train_the_single_rank_model() {
+        let dir = tempfile::tempdir().unwrap();
+        let stores = dir.path().join("stores");
+        let data = Data::write(&stores).unwrap();
+        let device = Device::flex();
+        device.seed(3);
+        let initial = Mlp::new(&device.autodiff());
+        let start = parameters(&initial).unwrap();
+
+        let single = replicas(1, true, &initial, &data, &stores).remove(0);
+        // Training moved the parameters well beyond the tolerance below.
+        assert!(relative_diff(&start, &single) > 1e-3);
+        for ranks in [2, 3] {
+            let parallel = replicas(ranks, true, &initial, &data, &stores);
+            assert_eq!(parallel.len(), ranks);
+            for replica in &parallel[1..] {
+                assert_eq!(max_abs_diff(&parallel[0], replica), 0.0, "{ranks} ranks");
+            }
+            let diff = relative_diff(&parallel[0], &single);
+            assert!(diff < 1e-5, "{ranks} ranks: relative difference {diff:e}");
+        }
+
+        // The control: without averaging, the same comparison fails.
+        let drifting = replicas(2, false, &initial, &data, &stores);
+        assert!(max_abs_diff(&drifting[0], &drifting[1]) > 0.0);
+        let diff = relative_diff(&drifting[0], &single);
+        assert!(
+            diff > 1e-3,
+            "without averaging: relative difference {diff:e}"
+        );
+    }
+
+    /// The all-reduce hands every rank the same sum, round after round, and
+    /// a failed rank releases the others instead of leaving them waiting.
+    #[test]
+    fn all_reduce_sums_in_rank_order_and_aborts() {
+        let reduce = AllReduce::new(3);
+        let sums: Vec<Vec<Vec<f32>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..3)
+                .map(|rank| {
+                    let reduce = &reduce;
+                    scope.spawn(move || {
+                        (0..50)
+                            .map(|round| {
+                                let values = vec![rank as f32, round as f32];
+                                reduce.sum(rank, values).unwrap().to_vec()
+                            })
+                            .collect()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for rank in &sums {
+            for (round, sum) in rank.iter().enumerate() {
+                assert_eq!(sum, &vec![3.0, 3.0 * round as f32]);
+            }
+        }
+
+        let reduce = AllReduce::new(2);
+        std::thread::scope(|scope| {
+            let waiting = scope.spawn(|| reduce.sum(0, vec![1.0]));
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            reduce.abort();
+            let error = waiting.join().unwrap().unwrap_err();
+            assert_eq!(error.to_string(), ABORTED);
+        });
+        assert!(reduce.sum(1, vec![1.0]).is_err());
+    }
+}
