@@ -306,8 +306,9 @@ struct ReduceState {
     arrived: usize,
     /// Rounds completed: a waiting rank's round is over when this moves on.
     round: u64,
-    /// The last completed round's sum. No rank can start the round after it
-    /// before every rank has read it: that round needs everyone's buffer.
+    /// The last completed round's sum. No later round can complete, and
+    /// replace it, before every rank has read it: a round needs everyone's
+    /// buffer.
     sum: Arc<[f32]>,
     failed: bool,
 }
