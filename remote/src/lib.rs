@@ -41,7 +41,9 @@
 //! upload is never taken for a whole one; [`pull`] downloads one.
 //!
 //! The crate's features choose the backends: `aws` (default), `gcp`,
-//! `azure`, `http`; `file://` URLs always work.
+//! `azure`, `http`; `file://` URLs always work. HTTPS is rustls with the
+//! `ring` provider, which the crate installs as rustls' process default
+//! when it opens a URL, unless the program installed one first.
 
 mod cache;
 mod dataset;

@@ -321,6 +321,7 @@ pub(crate) fn store_for_url(
                     .map_err(|e: object_store::Error| bad(e.to_string()))?;
                 builder = builder.with_config(key, value);
             }
+            install_crypto_provider();
             let store = builder.with_retry(no_retries()).build();
             Arc::new(store.map_err(|e| bad(e.to_string()))?) as Arc<dyn ObjectStore>
         }};
@@ -360,6 +361,19 @@ fn no_retries() -> object_store::RetryConfig {
     object_store::RetryConfig {
         max_retries: 0,
         ..Default::default()
+    }
+}
+
+/// Makes ring rustls' process-wide crypto provider, unless the program
+/// installed one. The HTTP client is built with rustls but no provider
+/// (ring's is a Rust build; aws-lc-rs, the default, is a C build that takes
+/// minutes), and panics when it finds none installed.
+#[cfg(any(feature = "aws", feature = "gcp", feature = "azure", feature = "http"))]
+fn install_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Fails only when another thread installed one since the check:
+        // there is one either way.
+        let _ = rustls::crypto::ring::default_provider().install_default();
     }
 }
 
