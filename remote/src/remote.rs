@@ -253,7 +253,7 @@ pub(crate) fn list_under(
             .list(Some(&prefix_owned))
             .try_collect::<Vec<_>>()
             .await
-            .map_err(|source| Error::List { url, source })
+            .map_err(|source| Error::list(&url, source))
     })?;
     Ok(metas
         .into_iter()

@@ -451,7 +451,7 @@ fn first_object(
             .try_next()
             .await
             .map(|meta| meta.map(|m| m.location.to_string()))
-            .map_err(|source| Error::List { url, source })
+            .map_err(|source| Error::list(&url, source))
     })
 }
 
