@@ -21,6 +21,45 @@ pub enum Error {
         reason: String,
     },
 
+    /// The URL's object store needs credentials and neither the environment
+    /// nor the store options name any; nothing was requested. (Left alone,
+    /// `object_store` would ask the cloud's instance metadata service, which
+    /// off a cloud machine fails with a message about that service.)
+    #[error("no credentials for {url}: {advice}")]
+    NoCredentials {
+        /// The URL as given.
+        url: String,
+        /// What is missing and which variables supply it.
+        advice: String,
+    },
+
+    /// The URL's object store needs a setting that neither the environment
+    /// nor the store options give (a region, an account); nothing was
+    /// requested.
+    #[error("cannot open {url}: no {what}; set {variable}")]
+    MissingSetting {
+        /// The URL as given.
+        url: String,
+        /// The setting missing.
+        what: &'static str,
+        /// The environment variable that sets it, and how.
+        variable: &'static str,
+    },
+
+    /// The endpoint is plain `http://` and plain HTTP is not allowed;
+    /// nothing was requested.
+    #[error(
+        "cannot open {url}: its endpoint {endpoint} is plain http://; set {variable}=true to allow it, or use https://"
+    )]
+    HttpNotAllowed {
+        /// The URL as given.
+        url: String,
+        /// The endpoint.
+        endpoint: String,
+        /// The setting that allows plain HTTP.
+        variable: &'static str,
+    },
+
     /// The bucket (an Azure container) that the URL names does not exist.
     #[error(
         "cannot open {url}: the bucket {bucket} does not exist; {}",

@@ -21,7 +21,9 @@
 //! use zrecord::{DynDenseStore, OpenOptions};
 //! use zrecord_remote::{Remote, RemoteOptions};
 //!
-//! // Credentials and endpoint come from the environment (AWS_ACCESS_KEY_ID, …).
+//! // Credentials, region and endpoint come from the environment
+//! // (AWS_ACCESS_KEY_ID, AWS_REGION, …; the README's "Credentials and
+//! // endpoints"); a missing one is an error naming its variable.
 //! let options = RemoteOptions::new().cache("/mnt/nvme/zrecord-cache", 100 << 30);
 //! let remote = Arc::new(Remote::open("s3://datasets/mnist/train/images", options)?);
 //! let images = DynDenseStore::open_in(remote.clone(), OpenOptions::new().read_only(true))?
@@ -55,6 +57,7 @@ mod ranges;
 mod remote;
 mod runtime;
 mod stats;
+mod stores;
 mod transfer;
 
 pub use dataset::{open_dataset, open_dataset_with_store};
