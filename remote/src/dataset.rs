@@ -9,7 +9,8 @@ use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 use zrecord::dataset::MANIFEST_FILE;
 use zrecord::{AnyStore, Dataset, OpenOptions};
 
-use crate::remote::{list_under, store_for_url};
+use crate::remote::list_under;
+use crate::stores::store_for_url;
 use crate::{Error, Remote, RemoteOptions, Result, runtime};
 
 /// Opens the sharded dataset (a folder with `dataset.zr`, as `zrecord
@@ -27,12 +28,13 @@ use crate::{Error, Remote, RemoteOptions, Result, runtime};
 /// ```
 ///
 /// # Errors
+/// The setting errors of [`Remote::open`], before any request;
 /// [`Error::Url`] for a URL no enabled backend opens; [`Error::Incomplete`]
 /// when there is no `dataset.zr` (an unfinished push, or not a dataset);
 /// [`Error::Dataset`] for a damaged manifest or a shard that differs from
 /// it; failed requests as in [`Remote`].
 pub fn open_dataset(url: &str, options: RemoteOptions) -> Result<Dataset> {
-    let (store, prefix) = store_for_url(url, &options.store_options)?;
+    let (store, prefix) = store_for_url(url, &options)?;
     open_dataset_with_store(store, &prefix, url, options)
 }
 

@@ -21,6 +21,60 @@ pub enum Error {
         reason: String,
     },
 
+    /// The URL's object store needs credentials and neither the environment
+    /// nor the store options name any; nothing was requested. (Left alone,
+    /// `object_store` would ask the cloud's instance metadata service, which
+    /// off a cloud machine fails with a message about that service.)
+    #[error("no credentials for {url}: {advice}")]
+    NoCredentials {
+        /// The URL as given.
+        url: String,
+        /// What is missing and which variables supply it.
+        advice: String,
+    },
+
+    /// The URL's object store needs a setting that neither the environment
+    /// nor the store options give (a region, an account); nothing was
+    /// requested.
+    #[error("cannot open {url}: no {what}; set {variable}")]
+    MissingSetting {
+        /// The URL as given.
+        url: String,
+        /// The setting missing.
+        what: &'static str,
+        /// The environment variable that sets it, and how.
+        variable: &'static str,
+    },
+
+    /// The endpoint is plain `http://` and plain HTTP is not allowed;
+    /// nothing was requested.
+    #[error(
+        "cannot open {url}: its endpoint {endpoint} is plain http://; set {variable}=true to allow it, or use https://"
+    )]
+    HttpNotAllowed {
+        /// The URL as given.
+        url: String,
+        /// The endpoint.
+        endpoint: String,
+        /// The setting that allows plain HTTP.
+        variable: &'static str,
+    },
+
+    /// The bucket (an Azure container) that the URL names does not exist.
+    #[error(
+        "cannot open {url}: the bucket {bucket} does not exist; {}",
+        how_to_create(url, bucket)
+    )]
+    NoBucket {
+        /// The URL as given.
+        url: String,
+        /// The bucket's name.
+        bucket: String,
+        /// What the object store said.
+        #[source]
+        source: object_store::Error,
+    },
+
     /// Listing the store's objects failed.
     #[error("cannot list {url}")]
     List {
@@ -142,6 +196,36 @@ impl Error {
         move |source| Error::Cache { op, path, source }
     }
 
+    /// A failed listing of the folder `url`: [`Error::NoBucket`] when the
+    /// answer says that its bucket does not exist, [`Error::List`] otherwise.
+    pub(crate) fn list(url: &str, source: object_store::Error) -> Error {
+        // object_store keeps the server's answer only as the text of its
+        // error chain (S3's `NoSuchBucket`, Azure's `ContainerNotFound`, GCS's
+        // "The specified bucket does not exist.").
+        let mut text = source.to_string();
+        let mut cause = std::error::Error::source(&source);
+        while let Some(e) = cause {
+            text.push_str(&e.to_string());
+            cause = e.source();
+        }
+        let missing = [
+            "NoSuchBucket",
+            "ContainerNotFound",
+            "specified bucket does not exist",
+        ];
+        if !missing.iter().any(|m| text.contains(m)) {
+            return Error::List {
+                url: url.into(),
+                source,
+            };
+        }
+        Error::NoBucket {
+            url: url.into(),
+            bucket: bucket_of(url),
+            source,
+        }
+    }
+
     /// This error as the store engine reports failures of its storage:
     /// [`zrecord::Error::Io`] naming `object`, with `self` as its source.
     pub(crate) fn into_store_error(self, op: &'static str, object: PathBuf) -> zrecord::Error {
@@ -149,6 +233,97 @@ impl Error {
             op,
             path: object,
             source: std::io::Error::other(self),
+        }
+    }
+}
+
+/// The bucket (an Azure container) a URL names.
+fn bucket_of(url: &str) -> String {
+    let Ok(parsed) = url::Url::parse(url) else {
+        return url.into();
+    };
+    let host = parsed.host_str().unwrap_or_default();
+    let first_segment = || {
+        let segment = parsed.path_segments().and_then(|mut s| s.next());
+        segment.unwrap_or_default().to_string()
+    };
+    match parsed.scheme() {
+        "abfs" | "abfss" if !parsed.username().is_empty() => parsed.username().into(),
+        "s3" | "s3a" | "gs" | "az" | "adl" | "azure" | "abfs" | "abfss" => host.into(),
+        // Virtual-hosted AWS URLs: `bucket.s3.region.amazonaws.com`.
+        _ if host.ends_with("amazonaws.com") && !host.starts_with("s3") => {
+            host.split('.').next().unwrap_or_default().into()
+        }
+        _ => first_segment(),
+    }
+}
+
+/// How to create the bucket `bucket` of `url`.
+fn how_to_create(url: &str, bucket: &str) -> String {
+    let scheme = url.split_once("://").map_or("", |(scheme, _)| scheme);
+    let host = url::Url::parse(url)
+        .ok()
+        .and_then(|u| Some(u.host_str()?.to_string()))
+        .unwrap_or_default();
+    let azure = matches!(scheme, "az" | "adl" | "azure" | "abfs" | "abfss")
+        || host.ends_with(".windows.net")
+        || host.ends_with(".microsoft.com");
+    if scheme == "gs" {
+        format!("create it with `gcloud storage buckets create gs://{bucket}`")
+    } else if azure {
+        format!(
+            "create it with `az storage container create --name {bucket} --account-name ACCOUNT`"
+        )
+    } else {
+        format!(
+            "create it with `aws s3 mb s3://{bucket}` (adding `--endpoint-url URL` for an \
+             S3-compatible server such as MinIO or moto)"
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(body: &str) -> object_store::Error {
+        object_store::Error::Generic {
+            store: "S3",
+            source: format!("Server returned non-2xx status code: 404 Not Found: {body}").into(),
+        }
+    }
+
+    #[test]
+    fn a_missing_bucket_is_told_from_other_listing_failures() {
+        let url = "s3://data/sets/mnist";
+        let e = Error::list(url, answer("<Error><Code>NoSuchBucket</Code></Error>"));
+        let Error::NoBucket { bucket, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!(bucket, "data");
+        let message = e.to_string();
+        assert!(
+            message.contains(url) && message.contains("aws s3 mb s3://data"),
+            "{message}"
+        );
+
+        let e = Error::list(url, answer("<Error><Code>AccessDenied</Code></Error>"));
+        assert!(matches!(e, Error::List { .. }), "{e:?}");
+    }
+
+    #[test]
+    fn the_bucket_is_found_in_every_url_form() {
+        for (url, bucket) in [
+            ("s3://data/x", "data"),
+            ("s3a://data/x", "data"),
+            ("gs://data/x", "data"),
+            ("az://box/x", "box"),
+            ("abfs://box@acct.dfs.core.windows.net/x", "box"),
+            ("https://s3.eu-west-1.amazonaws.com/data/x", "data"),
+            ("https://data.s3.eu-west-1.amazonaws.com/x", "data"),
+            ("https://acct.blob.core.windows.net/box/x", "box"),
+        ] {
+            assert_eq!(bucket_of(url), bucket, "{url}");
         }
     }
 }

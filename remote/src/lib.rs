@@ -21,7 +21,9 @@
 //! use zrecord::{DenseStore, OpenOptions};
 //! use zrecord_remote::{Remote, RemoteOptions};
 //!
-//! // Credentials and endpoint come from the environment (AWS_ACCESS_KEY_ID, …).
+//! // Credentials, region and endpoint come from the environment
+//! // (AWS_ACCESS_KEY_ID, AWS_REGION, …; the README's "Credentials and
+//! // endpoints"); a missing one is an error naming its variable.
 //! let options = RemoteOptions::new().cache("/mnt/nvme/zrecord-cache", 100 << 30);
 //! let remote = Arc::new(Remote::open("s3://datasets/mnist/train/images", options)?);
 //! let images = OpenOptions::new().read_only(true).open::<DenseStore<u8>>(remote.clone())?;
@@ -40,7 +42,9 @@
 //! upload is never taken for a whole one; [`pull`] downloads one.
 //!
 //! The crate's features choose the backends: `aws` (default), `gcp`,
-//! `azure`, `http`; `file://` URLs always work.
+//! `azure`, `http`; `file://` URLs always work. HTTPS is rustls with the
+//! `ring` provider, which the crate installs as rustls' process default
+//! when it opens a URL, unless the program installed one first.
 
 mod cache;
 mod dataset;
@@ -52,6 +56,7 @@ mod ranges;
 mod remote;
 mod runtime;
 mod stats;
+mod stores;
 mod transfer;
 
 pub use dataset::{open_dataset, open_dataset_with_store};

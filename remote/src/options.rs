@@ -24,6 +24,7 @@ pub struct RemoteOptions {
     pub(crate) block_bytes: u64,
     pub(crate) pin: bool,
     pub(crate) store_options: Vec<(String, String)>,
+    pub(crate) instance_metadata: bool,
     pub(crate) merge_gap: u64,
     pub(crate) max_request: u64,
     pub(crate) policy: Policy,
@@ -37,6 +38,7 @@ impl Default for RemoteOptions {
             block_bytes: 1 << 20,
             pin: false,
             store_options: Vec::new(),
+            instance_metadata: false,
             merge_gap: 256 << 10,
             max_request: 8 << 20,
             policy: Policy {
@@ -99,6 +101,21 @@ impl RemoteOptions {
     /// sets. An unknown key fails the open.
     pub fn store_option(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.store_options.push((key.into(), value.into()));
+        self
+    }
+
+    /// Lets credentials come from the cloud's instance metadata service —
+    /// an EC2 instance's role, a GCE instance's service account, an Azure
+    /// managed identity — when no other source is set (default off, unless
+    /// the variable `ZRECORD_INSTANCE_METADATA` is `true`).
+    ///
+    /// Off, an `s3://`, `gs://` or `az://` URL with no credentials set fails
+    /// to open with [`Error::NoCredentials`](crate::Error::NoCredentials),
+    /// naming the variables that supply them, before any request: off a
+    /// cloud machine, asking the metadata service only fails, and says
+    /// nothing of what is missing.
+    pub fn instance_metadata(mut self, allow: bool) -> Self {
+        self.instance_metadata = allow;
         self
     }
 

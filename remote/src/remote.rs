@@ -15,6 +15,7 @@ use crate::cache::{self, Cache, Object};
 use crate::fetch::Fetcher;
 use crate::ranges::merge;
 use crate::stats::Stats;
+use crate::stores::store_for_url;
 use crate::transfer::HEADER;
 use crate::{CacheStats, Error, RemoteOptions, Result, runtime};
 
@@ -65,24 +66,39 @@ impl Remote {
     /// `az://…`, `https://…` or `file:///…` as the crate's features allow —
     /// with credentials, region and endpoint from the environment as
     /// `object_store`'s builders read them (`AWS_ACCESS_KEY_ID`,
-    /// `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`, `GOOGLE_SERVICE_ACCOUNT`, …).
-    /// Retries are this crate's (see [`RemoteOptions::retries`]).
+    /// `AWS_REGION`, `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`,
+    /// `GOOGLE_APPLICATION_CREDENTIALS`, `AZURE_STORAGE_ACCOUNT_NAME`, …),
+    /// then [`RemoteOptions::store_option`]s. The crate's README lists them
+    /// ("Credentials and endpoints"). Retries are this crate's (see
+    /// [`RemoteOptions::retries`]).
+    ///
+    /// What a URL needs is checked before any request: credentials come
+    /// from a source a setting names, and the cloud's instance metadata
+    /// service is asked only when [`RemoteOptions::instance_metadata`] (or
+    /// the variable `ZRECORD_INSTANCE_METADATA=true`) says so.
     ///
     /// # Errors
-    /// [`Error::Url`] for a URL no enabled backend opens, [`Error::List`]
-    /// when the folder cannot be listed, [`Error::Cache`] when the cache
-    /// folder cannot be used.
+    /// Before any request: [`Error::Url`] for a URL no enabled backend
+    /// opens or a setting its builder refuses; [`Error::NoCredentials`],
+    /// [`Error::MissingSetting`] (a region for AWS itself, an Azure
+    /// account) and [`Error::HttpNotAllowed`] (a plain `http://` endpoint),
+    /// each naming the variable to set. Then [`Error::NoBucket`] when the
+    /// bucket does not exist, [`Error::List`] when the folder cannot be
+    /// listed otherwise, [`Error::Cache`] when the cache folder cannot be
+    /// used.
     pub fn open(url: &str, options: RemoteOptions) -> Result<Remote> {
-        let (store, prefix) = store_for_url(url, &options.store_options)?;
+        let (store, prefix) = store_for_url(url, &options)?;
         Self::with_store(store, &prefix, url, options)
     }
 
     /// Opens the store folder `prefix` of an object store configured by
     /// the caller (credentials, endpoint, its own retry settings); `url`
-    /// names the folder in messages and keys its cache.
+    /// names the folder in messages and keys its cache. Nothing of the
+    /// store's settings is checked; a client built with rustls and no
+    /// crypto provider needs one installed first (see the README's "TLS").
     ///
     /// # Errors
-    /// As [`open`](Self::open).
+    /// As [`open`](Self::open), from the listing on.
     pub fn with_store(
         store: Arc<dyn ObjectStore>,
         prefix: &str,
@@ -252,7 +268,7 @@ pub(crate) fn list_under(
             .list(Some(&prefix_owned))
             .try_collect::<Vec<_>>()
             .await
-            .map_err(|source| Error::List { url, source })
+            .map_err(|source| Error::list(&url, source))
     })?;
     Ok(metas
         .into_iter()
@@ -293,73 +309,6 @@ fn objects(listing: Vec<(Vec<String>, ObjectMeta)>, url: &str) -> HashMap<String
         );
     }
     objects
-}
-
-/// The object store and folder a URL names, configured from the
-/// environment and then `settings`, with this crate's retry policy in place
-/// of the backend's own.
-pub(crate) fn store_for_url(
-    url: &str,
-    settings: &[(String, String)],
-) -> Result<(Arc<dyn ObjectStore>, String)> {
-    let bad = |reason: String| Error::Url {
-        url: url.into(),
-        reason,
-    };
-    let parsed = url::Url::parse(url).map_err(|e| bad(e.to_string()))?;
-    let (scheme, path) =
-        object_store::ObjectStoreScheme::parse(&parsed).map_err(|e| bad(e.to_string()))?;
-    // One builder per backend, configured the same way.
-    #[allow(unused_macros)]
-    macro_rules! build {
-        ($builder:expr) => {{
-            let mut builder = $builder;
-            for (key, value) in settings {
-                let key = key
-                    .parse()
-                    .map_err(|e: object_store::Error| bad(e.to_string()))?;
-                builder = builder.with_config(key, value);
-            }
-            let store = builder.with_retry(no_retries()).build();
-            Arc::new(store.map_err(|e| bad(e.to_string()))?) as Arc<dyn ObjectStore>
-        }};
-    }
-    use object_store::ObjectStoreScheme as S;
-    let store: Arc<dyn ObjectStore> = match scheme {
-        S::Local if settings.is_empty() => Arc::new(object_store::local::LocalFileSystem::new()),
-        #[cfg(feature = "aws")]
-        S::AmazonS3 => build!(object_store::aws::AmazonS3Builder::from_env().with_url(url)),
-        #[cfg(feature = "gcp")]
-        S::GoogleCloudStorage => {
-            build!(object_store::gcp::GoogleCloudStorageBuilder::from_env().with_url(url))
-        }
-        #[cfg(feature = "azure")]
-        S::MicrosoftAzure => {
-            build!(object_store::azure::MicrosoftAzureBuilder::from_env().with_url(url))
-        }
-        #[cfg(feature = "http")]
-        S::Http => build!(
-            object_store::http::HttpBuilder::new().with_url(&parsed[..url::Position::BeforePath])
-        ),
-        S::Local => return Err(bad("file:// URLs take no store options".into())),
-        other => {
-            return Err(bad(format!(
-                "{other:?} URLs need a feature of zrecord-remote this build lacks \\
-                 (aws, gcp, azure, http)"
-            )));
-        }
-    };
-    Ok((store, path.to_string()))
-}
-
-/// The backend's own retries off: [`Fetcher`] retries every failure kind
-/// itself, within one deadline.
-#[cfg(any(feature = "aws", feature = "gcp", feature = "azure", feature = "http"))]
-fn no_retries() -> object_store::RetryConfig {
-    object_store::RetryConfig {
-        max_retries: 0,
-        ..Default::default()
-    }
 }
 
 impl Storage for Remote {

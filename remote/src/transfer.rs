@@ -12,7 +12,8 @@ use object_store::{ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
 
 use zrecord::dataset::MANIFEST_FILE;
 
-use crate::remote::{list_under, store_for_url};
+use crate::remote::list_under;
+use crate::stores::store_for_url;
 use crate::{Error, RemoteOptions, Result, runtime};
 
 /// The header a store is opened by; uploaded last, so an interrupted push
@@ -50,6 +51,8 @@ pub struct TransferReport {
 /// writer changes them underway.
 ///
 /// # Errors
+/// The setting errors of [`Remote::open`](crate::Remote::open), before any
+/// request, and [`Error::NoBucket`];
 /// [`Error::Transfer`] for a local folder that holds no store, or a remote
 /// folder that already holds objects (delete them first); [`Error::Upload`]
 /// for a failed upload, [`Error::Fetch`] for a failed read-back; a local
@@ -62,7 +65,7 @@ pub fn push(
     mut progress: impl FnMut(u64, u64),
 ) -> Result<TransferReport> {
     let (files, stores) = upload_plan(local)?;
-    let (store, prefix) = store_for_url(url, &options.store_options)?;
+    let (store, prefix) = store_for_url(url, options)?;
     let prefix = ObjectPath::from(prefix.trim_matches('/'));
     if let Some(existing) = first_object(&store, &prefix, url)? {
         return Err(transfer(
@@ -112,6 +115,8 @@ pub fn push(
 /// partial copy.
 ///
 /// # Errors
+/// The setting errors of [`Remote::open`](crate::Remote::open), before any
+/// request, and [`Error::NoBucket`];
 /// [`Error::Transfer`] when `local` exists or the remote folder holds no
 /// whole store; [`Error::Incomplete`] for a store whose upload did not
 /// finish; failed requests as in [`Remote`](crate::Remote).
@@ -127,7 +132,7 @@ pub fn pull(
             "it already exists".into(),
         ));
     }
-    let (store, prefix) = store_for_url(url, &options.store_options)?;
+    let (store, prefix) = store_for_url(url, options)?;
     let prefix = ObjectPath::from(prefix.trim_matches('/'));
     let listed = list_all(&store, &prefix, url)?;
     if listed.is_empty() {
@@ -453,7 +458,7 @@ fn first_object(
             .try_next()
             .await
             .map(|meta| meta.map(|m| m.location.to_string()))
-            .map_err(|source| Error::List { url, source })
+            .map_err(|source| Error::list(&url, source))
     })
 }
 

@@ -3,7 +3,10 @@
 //!
 //! Credentials and endpoints come from the environment (`AWS_ACCESS_KEY_ID`,
 //! `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ENDPOINT_URL`,
-//! `AWS_ALLOW_HTTP`, `GOOGLE_SERVICE_ACCOUNT`, …) or `--option KEY=VALUE`.
+//! `AWS_ALLOW_HTTP`, `GOOGLE_APPLICATION_CREDENTIALS`, …) or `--option
+//! KEY=VALUE`, as the crate's README lists them ("Credentials and
+//! endpoints"); the instance metadata service is asked for credentials only
+//! with `ZRECORD_INSTANCE_METADATA=true`.
 
 use std::io::Write;
 use std::path::PathBuf;
