@@ -1,7 +1,8 @@
 //! Train a small CNN with Burn from a folder of JPEG/PNG files.
 //!
 //! The images are stored encoded (a ragged `u8` store, as `zrecord import
-//! images` writes it) and decoded on the loader's worker threads: a random
+//! images` writes it: each file decoded once to check it, one that does not
+//! decode left out and counted) and decoded on the loader's worker threads: a random
 //! resized crop and a flip for training, the centre for testing, normalised
 //! and written straight into the batch tensor. Trains with Burn's `Learner`,
 //! evaluates on the test folder and prints, last, `test_accuracy=<value>`.
@@ -41,9 +42,11 @@ use burn::train::{
     ClassificationOutput, InferenceStep, Learner, SupervisedTraining, TrainOutput, TrainStep,
 };
 use zrecord::{Codec, DenseStore, RaggedStore};
-use zrecord_burn::vision::{IMAGENET_MEAN, IMAGENET_STD, ImageFolder, Transform};
+use zrecord_burn::vision::{
+    IMAGENET_MEAN, IMAGENET_STD, ImageFolder, RgbImage, Transform, read_checked,
+};
 use zrecord_burn::{
-    Batch, EpochMode, EpochReport, Mode, StoreDataLoader, dense_tensor, image_tensor,
+    BadRecords, Batch, EpochMode, EpochReport, Mode, StoreDataLoader, dense_tensor, image_tensor,
 };
 
 /// Seeds the training order and the augmentation.
@@ -176,9 +179,11 @@ fn write_fashion_pngs(
 }
 
 /// Imports the images of `folder` as they are (encoded) into a ragged `u8`
-/// store `stores/images` and their labels into `stores/labels`: what
-/// `zrecord import images` writes, without its decode check. Decoding waits
-/// for the loader's workers.
+/// store `stores/images` and their labels into `stores/labels`, as
+/// `zrecord import images --on-error skip` does: each image is decoded once
+/// here, and one that does not decode (or cannot be read) is left out,
+/// named and counted, so a truncated file is found now rather than in the
+/// middle of the training. Training decodes again on the loader's workers.
 fn import(
     folder: &ImageFolder,
     stores: &Path,
@@ -186,15 +191,42 @@ fn import(
     let _ = std::fs::remove_dir_all(stores);
     let images = RaggedStore::<u8>::create(stores.join("images"), Codec::Raw)?;
     let labels = DenseStore::<i64>::create(stores.join("labels"), &[], Codec::Raw)?;
+    let mut scratch = RgbImage::default();
+    let mut skipped = 0;
     // 1,024 files at a time: the whole folder need not fit in memory.
-    for chunk in (0..folder.images.len()).collect::<Vec<_>>().chunks(1024) {
-        let files = chunk
-            .iter()
-            .map(|&k| folder.read(k))
-            .collect::<Result<Vec<_>, _>>()?;
-        images.append_slices(&files)?;
+    for chunk in folder.images.chunks(1024) {
+        let (mut files, mut classes) = (Vec::new(), Vec::new());
+        for image in chunk {
+            match read_checked(&folder.root.join(&image.path), None, &mut scratch) {
+                Ok(bytes) => {
+                    files.push(bytes);
+                    classes.push(image.label);
+                }
+                Err(e) => {
+                    eprintln!("skipped {}: {e}", image.path.display());
+                    skipped += 1;
+                }
+            }
+        }
+        if !files.is_empty() {
+            images.append_slices(&files)?;
+            labels.append(&classes)?;
+        }
     }
-    labels.append(&folder.images.iter().map(|i| i.label).collect::<Vec<_>>())?;
+    if images.is_empty() {
+        return Err(format!("no image in {} decodes", folder.root.display()).into());
+    }
+    println!(
+        "imported {} images of {} classes into {}{}",
+        images.len(),
+        folder.classes.len(),
+        stores.display(),
+        if skipped == 0 {
+            String::new()
+        } else {
+            format!("; skipped {skipped} that did not decode")
+        }
+    );
     Ok((images, labels))
 }
 
@@ -352,11 +384,15 @@ fn main() -> Result<(), Box<dyn Error>> {
         centre
     };
     let device = Device::flex();
+    // The import left out what does not decode; should an image still fail
+    // on the workers, the training replaces it (the same substitute on every
+    // rank and after a resume) and counts it rather than stopping.
     let train = Arc::new(
         StoreDataLoader::builder(options.batch)
             .stream("image", train_images)
             .stream("label", train_labels)
             .seed(SEED)
+            .bad_records(BadRecords::Skip)
             .workers(options.workers)
             .build(&device.clone().autodiff(), converter(augment(size), SEED))?,
     );
@@ -403,11 +439,12 @@ fn main() -> Result<(), Box<dyn Error>> {
     let c = train.counters();
     println!(
         "loader: {} steps; on the workers, gather {:.1} s + decode and augment {:.1} s; \
-         the training loop waited {:.2} s for data",
+         the training loop waited {:.2} s for data; {} bad images replaced",
         c.steps_delivered,
         c.gather_time.as_secs_f64(),
         c.transform_time.as_secs_f64(),
         c.consumer_wait.as_secs_f64(),
+        c.bad_records_skipped,
     );
     println!(
         "trained in {:.1} s; {:.1} s in all; {n} test images",
@@ -491,6 +528,27 @@ mod tests {
         let (first, last) = (mean(&losses[..8]), mean(&losses[32..]));
         println!("loss {first:.3} -> {last:.3}");
         assert!(last < 0.8 * first, "loss {first} -> {last}: {losses:?}");
+    }
+
+    /// The import decodes every file and leaves out, and counts, one that
+    /// does not decode; the labels stay with their images.
+    #[test]
+    fn the_import_leaves_out_an_image_that_does_not_decode() {
+        let dir = tempfile::tempdir().unwrap();
+        for (k, class) in ["a", "a", "b", "b", "b"].into_iter().enumerate() {
+            let folder = dir.path().join("png").join(class);
+            std::fs::create_dir_all(&folder).unwrap();
+            let mut png = zrecord_burn::vision::testing::png_rgb(12, 10, k as u8);
+            if k == 3 {
+                png.truncate(png.len() / 2);
+            }
+            std::fs::write(folder.join(format!("{k}.png")), png).unwrap();
+        }
+        let folder = ImageFolder::scan(dir.path().join("png")).unwrap();
+        let (images, labels) = import(&folder, &dir.path().join("stores")).unwrap();
+        assert_eq!(images.len(), 4);
+        let labels = labels.gather(&[0, 1, 2, 3]).unwrap();
+        assert_eq!(labels.as_slice(), Some(&[0, 0, 1, 1][..]));
     }
 
     /// A loader resumed at a step reproduces that step's crops exactly.

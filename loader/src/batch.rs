@@ -80,6 +80,19 @@ impl Batch {
         self.indices.is_empty()
     }
 
+    /// The error that reports the record at `position` of this batch as one
+    /// the transform cannot use, for `reason`: returned from a
+    /// [`try_transform`](crate::LoaderBuilder::try_transform), it lets the
+    /// loader's [`BadRecords`](crate::BadRecords) policy replace the record.
+    pub fn bad_record(&self, position: usize, reason: impl Into<String>) -> Error {
+        Error::BadRecord {
+            step: self.step,
+            position,
+            record: self.indices.get(position).copied(),
+            reason: reason.into(),
+        }
+    }
+
     /// The stream names, in the order they were added to the loader.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.names.iter().map(|n| &**n)

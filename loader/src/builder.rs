@@ -1,20 +1,27 @@
-//! [`LoaderBuilder`]: a loader's configuration and its transform.
+//! [`LoaderBuilder`]: a loader's streams, its [`LoaderConfig`] and its
+//! transform.
 
 use std::sync::Arc;
 
-use zsampler::Mode;
+use zsampler::Sampler;
 
-use crate::config::Config;
 use crate::last_batch::Passes;
-use crate::loader::{Loader, Transform};
-use crate::{Batch, LastBatch, LoaderState, Plan, Result, Stream};
+use crate::loader::{Loader, Outcome, Transform};
+use crate::{
+    Batch, Error, LastBatch, LoaderConfig, Plan, RecordError, Result, Stream, check_streams,
+};
 
 /// Configures a [`Loader`]; every check happens in [`build`](Self::build).
 ///
-/// From [`Loader::builder`].
+/// From [`Loader::builder`]. The sampling and threading setters are those
+/// of every loader; [`LoaderConfig`] documents each setting and its default.
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct LoaderBuilder<T> {
-    config: Config,
+    streams: Vec<(String, Stream)>,
+    /// The global batch: all ranks together.
+    batch_size: u64,
+    last_batch: LastBatch,
+    config: LoaderConfig,
     transform: Transform<T>,
 }
 
@@ -39,6 +46,9 @@ pub struct LoaderBuilder<T> {
 impl<T> Clone for LoaderBuilder<T> {
     fn clone(&self) -> Self {
         LoaderBuilder {
+            streams: self.streams.clone(),
+            batch_size: self.batch_size,
+            last_batch: self.last_batch,
             config: self.config.clone(),
             transform: Arc::clone(&self.transform),
         }
@@ -47,23 +57,28 @@ impl<T> Clone for LoaderBuilder<T> {
 
 impl Loader<Batch> {
     /// A builder for a loader yielding batches of `batch_size` records (the
-    /// global batch: all ranks together).
-    ///
-    /// Defaults: [`Mode::Cyclic`], seed 0, rank 0 of 1, 2 workers, prefetch 4,
-    /// no transform.
+    /// global batch: all ranks together), with the [`LoaderConfig`]
+    /// defaults, [`LastBatch::Wrap`] and no transform.
     pub fn builder(batch_size: u64) -> LoaderBuilder<Batch> {
         LoaderBuilder {
-            config: Config::new(batch_size),
-            transform: Arc::new(|batch| batch),
+            streams: Vec::new(),
+            batch_size,
+            last_batch: LastBatch::default(),
+            config: LoaderConfig::default(),
+            transform: Arc::new(Outcome::Done),
         }
     }
+}
+
+impl<T> LoaderBuilder<T> {
+    crate::config_setters!(config);
 }
 
 impl<T: Send + 'static> LoaderBuilder<T> {
     /// Adds a stream: any store (dense or ragged, any dtype), or an `Arc` of a
     /// dtype-tagged one to share it with other loaders.
     pub fn stream(mut self, name: impl Into<String>, stream: impl Into<Stream>) -> Self {
-        self.config.streams.push((name.into(), stream.into()));
+        self.streams.push((name.into(), stream.into()));
         self
     }
 
@@ -92,85 +107,17 @@ impl<T: Send + 'static> LoaderBuilder<T> {
     /// ```
     pub fn dataset(mut self, dataset: zrecord::Dataset) -> Self {
         for (name, shards) in dataset.into_streams() {
-            self.config.streams.push((name, shards.into()));
+            self.streams.push((name, shards.into()));
         }
-        self
-    }
-
-    /// The sampling mode (default [`Mode::Cyclic`]).
-    pub fn mode(mut self, mode: Mode) -> Self {
-        self.config.mode = mode;
         self
     }
 
     /// What a sequential loader does at the end of the data (default
     /// [`LastBatch::Wrap`]); [`LastBatch::Short`] reads the data in passes
     /// that see every record exactly once, for evaluation. Not part of a
-    /// [`LoaderState`]: set it again when resuming.
+    /// [`LoaderState`](crate::LoaderState): set it again when resuming.
     pub fn last_batch(mut self, last_batch: LastBatch) -> Self {
-        self.config.last_batch = last_batch;
-        self
-    }
-
-    /// The seed (default 0).
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.config.seed = seed;
-        self
-    }
-
-    /// This process's `rank` among `world_size` data-parallel ranks: rank `r`
-    /// gets positions `⌊r·B/world⌋ .. ⌊(r+1)·B/world⌋` of every global batch
-    /// of `B`, so the ranks' batches together are the global batch for any
-    /// world size up to `B`. See also [`shard_from_env`](Self::shard_from_env).
-    pub fn shard(mut self, rank: u64, world_size: u64) -> Self {
-        self.config.shard = Some((rank, world_size));
-        self
-    }
-
-    /// [`shard`](Self::shard) by the launcher's `RANK` and `WORLD_SIZE`
-    /// (see [`Launcher`](crate::Launcher)); unchanged when neither is set.
-    ///
-    /// # Errors
-    /// [`Error::Launcher`](crate::Error::Launcher) for a variable that is
-    /// set wrong or without its partner.
-    pub fn shard_from_env(self) -> Result<Self> {
-        Ok(match crate::Launcher::from_env()? {
-            Some(place) => self.shard(place.rank, place.world_size),
-            None => self,
-        })
-    }
-
-    /// Samples only these record indices (a train/validation split, a filter result).
-    pub fn subset(mut self, indices: impl Into<Arc<[u64]>>) -> Self {
-        self.config.subset = Some(indices.into());
-        self
-    }
-
-    /// The first step (default 0).
-    pub fn start_step(mut self, step: u64) -> Self {
-        self.config.start_step = step;
-        self
-    }
-
-    /// Continues from a saved [`LoaderState`]: its mode, seed, batch size and
-    /// step replace this builder's; [`shard`](Self::shard) may change the
-    /// rank and world size. Pass the same subset again if there was one.
-    pub fn resume(mut self, state: &LoaderState) -> Self {
-        self.config.resume = Some(state.sampler);
-        self
-    }
-
-    /// Worker threads that gather and transform (default 2; at least 1).
-    /// Batches are identical for every worker count.
-    pub fn workers(mut self, workers: usize) -> Self {
-        self.config.workers = workers.max(1);
-        self
-    }
-
-    /// Batches that may be in flight — being built or ready — at once
-    /// (default 4; at least 1). Memory is bounded by it.
-    pub fn prefetch(mut self, batches: usize) -> Self {
-        self.config.prefetch = batches.max(1);
+        self.last_batch = last_batch;
         self
     }
 
@@ -183,10 +130,49 @@ impl<T: Send + 'static> LoaderBuilder<T> {
         F: Fn(T) -> U + Send + Sync + 'static,
         U: Send + 'static,
     {
+        let f = Arc::new(f);
+        self.then(move |batch: Outcome<T>| batch.map(&f))
+    }
+
+    /// Runs a fallible `f` on every batch on the worker threads, as
+    /// [`transform`](Self::transform) does; an error of `f` that names a
+    /// record of its batch ([`RecordError`], such as
+    /// [`Error::BadRecord`](crate::Error::BadRecord)) comes under the
+    /// [`bad_records`](LoaderConfig::bad_records) policy: with
+    /// [`BadRecords::Skip`](crate::BadRecords::Skip) the loader replaces
+    /// the record and runs `f` again; otherwise the consumer gets the error.
+    /// Transforms added after this one see only the batch that is delivered.
+    pub fn try_transform<U, E, F>(self, f: F) -> LoaderBuilder<Result<U, E>>
+    where
+        F: Fn(T) -> Result<U, E> + Send + Sync + 'static,
+        U: Send + 'static,
+        E: RecordError + Send + 'static,
+    {
+        let f = Arc::new(f);
+        self.then(move |batch: Outcome<T>| match batch.map(&f) {
+            Outcome::Done(Err(e)) => match e.bad_record() {
+                Some(position) => Outcome::Bad {
+                    position,
+                    delivered: Box::new(move || Err(e)),
+                },
+                None => Outcome::Done(Err(e)),
+            },
+            other => other,
+        })
+    }
+
+    /// This builder with `next` run on what its transform gives.
+    fn then<U>(
+        self,
+        next: impl Fn(Outcome<T>) -> Outcome<U> + Send + Sync + 'static,
+    ) -> LoaderBuilder<U> {
         let inner = self.transform;
         LoaderBuilder {
+            streams: self.streams,
+            batch_size: self.batch_size,
+            last_batch: self.last_batch,
             config: self.config,
-            transform: Arc::new(move |batch| f(inner(batch))),
+            transform: Arc::new(move |batch| next(inner(batch))),
         }
     }
 
@@ -210,7 +196,7 @@ impl<T: Send + 'static> LoaderBuilder<T> {
     /// [`Spawn`]: crate::Error::Spawn
     pub fn build(self) -> Result<Loader<T>> {
         let plan = self.plan()?;
-        Loader::start(self.config, self.transform, plan)
+        Loader::start(self.streams, &self.config, self.transform, plan)
     }
 
     /// Checks the configuration as [`build`](Self::build) does (all its
@@ -220,8 +206,52 @@ impl<T: Send + 'static> LoaderBuilder<T> {
     /// # Errors
     /// As [`build`](Self::build).
     pub fn plan(&self) -> Result<Plan> {
-        let sampler = self.config.check()?;
-        let passes = Passes::new(&sampler, self.config.last_batch)?;
+        let sampler = self.sampler()?;
+        let passes = Passes::new(&sampler, self.last_batch)?;
         Ok(Plan { sampler, passes })
+    }
+
+    /// Checks the streams, the subset and the sampling settings; returns the
+    /// sampler positioned at the first step.
+    fn sampler(&self) -> Result<Sampler> {
+        let len = check_streams(&self.streams)?;
+        let config = &self.config;
+        if let Some(subset) = &config.subset
+            && let Some((position, &index)) = subset.iter().enumerate().find(|&(_, &i)| i >= len)
+        {
+            return Err(Error::SubsetOutOfRange {
+                position,
+                index,
+                len,
+            });
+        }
+        let builder = match (&config.resume, &config.subset) {
+            (Some(state), subset) => {
+                let state = &state.sampler;
+                if subset.is_none() && state.len != len {
+                    return Err(Error::StateMismatch {
+                        state_len: state.len,
+                        len,
+                    });
+                }
+                match subset {
+                    Some(s) => Sampler::resume_subset(state, Arc::clone(s)),
+                    None => Sampler::resume(state),
+                }
+            }
+            (None, Some(subset)) => Sampler::builder_subset(Arc::clone(subset), self.batch_size)
+                .seed(config.seed)
+                .mode(config.mode)
+                .start_step(config.start_step),
+            (None, None) => Sampler::builder(len, self.batch_size)
+                .seed(config.seed)
+                .mode(config.mode)
+                .start_step(config.start_step),
+        };
+        let builder = match config.shard {
+            Some((rank, world)) => builder.shard(rank, world),
+            None => builder,
+        };
+        Ok(builder.build()?)
     }
 }

@@ -25,6 +25,7 @@ pub struct Counters {
     pub(crate) cache_misses: AtomicU64,
     pub(crate) fetched_bytes: AtomicU64,
     pub(crate) evicted_bytes: AtomicU64,
+    pub(crate) bad_records_skipped: AtomicU64,
 }
 
 /// The counters at one moment.
@@ -64,6 +65,10 @@ pub struct CounterSnapshot {
     pub fetched_bytes: u64,
     /// Bytes evicted from the local cache to make room for them.
     pub evicted_bytes: u64,
+    /// Records replaced by substitutes in the batches delivered, under
+    /// [`BadRecords::Skip`](crate::BadRecords::Skip): each time a record is
+    /// met, so a bad record in every pass counts once a pass.
+    pub bad_records_skipped: u64,
 }
 
 /// Sums two loaders' counters (the Burn data loader adds its epochs' loaders).
@@ -83,6 +88,7 @@ impl std::ops::AddAssign for CounterSnapshot {
         self.cache_misses += other.cache_misses;
         self.fetched_bytes += other.fetched_bytes;
         self.evicted_bytes += other.evicted_bytes;
+        self.bad_records_skipped += other.bad_records_skipped;
     }
 }
 
@@ -105,6 +111,7 @@ impl Counters {
             cache_misses: get(&self.cache_misses),
             fetched_bytes: get(&self.fetched_bytes),
             evicted_bytes: get(&self.evicted_bytes),
+            bad_records_skipped: get(&self.bad_records_skipped),
         }
     }
 

@@ -85,6 +85,22 @@ pub enum Error {
         message: String,
     },
 
+    /// A transform could not use one record of its batch (an image that
+    /// does not decode, a label out of range): the error the loader's
+    /// [`BadRecords`](crate::BadRecords) policy applies to. Make one with
+    /// [`Batch::bad_record`](crate::Batch::bad_record).
+    #[error("step {step}: the record at position {position}{} cannot be used: {reason}", record.map(|r| format!(" (record {r})")).unwrap_or_default())]
+    BadRecord {
+        /// The step.
+        step: u64,
+        /// The record's position in the batch the transform was given.
+        position: usize,
+        /// The record's index, when the position is in the batch.
+        record: Option<u64>,
+        /// What is wrong with it.
+        reason: String,
+    },
+
     /// A worker thread could not be started.
     #[error("cannot start a loader thread")]
     Spawn(#[source] std::io::Error),

@@ -8,6 +8,12 @@
 //! worker count. A [`LoaderState`] of a few dozen bytes resumes exactly, also
 //! on another world size; [`Counters`] show where the time goes.
 //!
+//! Every loader here — [`Loader`], [`PackedLoader`], and `zrecord-burn`'s
+//! `StoreDataLoader` — samples and threads by one [`LoaderConfig`], set by
+//! the same setters on each builder. Its [`BadRecords`] policy says what a
+//! batch does with a record its transform cannot use: stop, or skip it for a
+//! substitute every rank and every resumed run agree on.
+//!
 //! ```
 //! use zrecord::{Codec, DenseStore, RaggedStore};
 //! use zrecord_loader::{Loader, Mode};
@@ -34,6 +40,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+// The setters `config_setters!` makes link to `zrecord_loader::…`, which
+// must resolve here as in the crates that invoke it.
+extern crate self as zrecord_loader;
+
+mod bad_records;
 mod batch;
 mod builder;
 mod column;
@@ -49,10 +60,11 @@ mod pool;
 mod state;
 mod stream;
 
+pub use bad_records::{BadRecords, RecordError};
 pub use batch::{Batch, RaggedView};
 pub use builder::LoaderBuilder;
 pub use column::{Column, DenseColumn};
-pub use config::check_streams;
+pub use config::{LoaderConfig, check_streams};
 pub use counters::{CounterSnapshot, Counters};
 pub use error::{Error, Result};
 pub use last_batch::LastBatch;

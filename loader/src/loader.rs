@@ -17,14 +17,52 @@ use std::time::Instant;
 use zrecord::storage::IoStats;
 use zsampler::Sampler;
 
-use crate::config::Config;
+use crate::bad_records::{Space, substitute};
+use crate::column::Column;
 use crate::last_batch::Passes;
 use crate::plan::Plan;
 use crate::pool::Pool;
-use crate::{Batch, Counters, Error, LoaderState, Result, Stream};
+use crate::{BadRecords, Batch, Counters, Error, LoaderConfig, LoaderState, Result, Stream};
 
-/// The transform run on worker threads: a batch in, anything out.
-pub(crate) type Transform<T> = Arc<dyn Fn(Batch) -> T + Send + Sync>;
+/// The transform run on worker threads: a batch in, anything out — or word
+/// that one of its records is bad.
+pub(crate) type Transform<T> = Arc<dyn Fn(Batch) -> Outcome<T> + Send + Sync>;
+
+/// What a transform made of a batch.
+pub(crate) enum Outcome<T> {
+    /// Its output.
+    Done(T),
+    /// The record at `position` of the batch cannot be used;
+    /// `delivered` makes what the consumer gets if it is not replaced (the
+    /// error, through the transforms after the one that reported it, run
+    /// only then).
+    Bad {
+        position: usize,
+        delivered: Box<dyn FnOnce() -> T + Send>,
+    },
+}
+
+impl<T: 'static> Outcome<T> {
+    /// Runs `f` on the output; on a bad record, `f` will run on what is delivered.
+    pub(crate) fn map<U, F>(self, f: &Arc<F>) -> Outcome<U>
+    where
+        F: Fn(T) -> U + Send + Sync + 'static,
+    {
+        match self {
+            Outcome::Done(t) => Outcome::Done(f(t)),
+            Outcome::Bad {
+                position,
+                delivered,
+            } => {
+                let f = Arc::clone(f);
+                Outcome::Bad {
+                    position,
+                    delivered: Box::new(move || f(delivered())),
+                }
+            }
+        }
+    }
+}
 
 /// An endless, step-based iterator of batches over named streams.
 ///
@@ -75,7 +113,8 @@ struct Queue<T> {
     next_claim: u64,
     next_deliver: u64,
     prefetch: u64,
-    finished: BTreeMap<u64, Result<T>>,
+    /// Built steps: the result, and the bad records replaced in it.
+    finished: BTreeMap<u64, (Result<T>, u64)>,
     stop: bool,
 }
 
@@ -88,6 +127,7 @@ struct Job<T> {
     names: Arc<[Arc<str>]>,
     pool: Arc<Pool>,
     transform: Transform<T>,
+    bad_records: BadRecords,
     counters: Arc<Counters>,
 }
 
@@ -98,32 +138,33 @@ impl<T> Shared<T> {
 }
 
 impl<T: Send + 'static> Loader<T> {
-    /// Starts the workers of `config`, checked into `plan`, at the plan's step.
-    pub(crate) fn start(config: Config, transform: Transform<T>, plan: Plan) -> Result<Loader<T>> {
+    /// Starts the workers of `config` over `streams`, checked into `plan`,
+    /// at the plan's step.
+    pub(crate) fn start(
+        streams: Vec<(String, Stream)>,
+        config: &LoaderConfig,
+        transform: Transform<T>,
+        plan: Plan,
+    ) -> Result<Loader<T>> {
+        let (workers, prefetch) = (config.workers.max(1), config.prefetch.max(1));
         let counters = Arc::new(Counters::default());
-        let names: Arc<[Arc<str>]> = config
-            .streams
-            .iter()
-            .map(|(n, _)| Arc::from(n.as_str()))
-            .collect();
+        let names: Arc<[Arc<str>]> = streams.iter().map(|(n, _)| Arc::from(n.as_str())).collect();
         let step = plan.step();
         let job = Arc::new(Job {
             sampler: plan.sampler.clone(),
             passes: plan.passes,
-            streams: config.streams.into_iter().map(|(_, s)| s).collect(),
+            streams: streams.into_iter().map(|(_, s)| s).collect(),
             names,
-            pool: Arc::new(Pool::new(
-                config.prefetch + config.workers + 1,
-                Arc::clone(&counters),
-            )),
+            pool: Arc::new(Pool::new(prefetch + workers + 1, Arc::clone(&counters))),
             transform,
+            bad_records: config.bad_records,
             counters: Arc::clone(&counters),
         });
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 next_claim: step,
                 next_deliver: step,
-                prefetch: config.prefetch as u64,
+                prefetch: prefetch as u64,
                 finished: BTreeMap::new(),
                 stop: false,
             }),
@@ -136,7 +177,7 @@ impl<T: Send + 'static> Loader<T> {
             plan,
             counters,
         };
-        for w in 0..config.workers {
+        for w in 0..workers {
             let (shared, job) = (Arc::clone(&loader.shared), Arc::clone(&job));
             let thread = std::thread::Builder::new()
                 .name(format!("zrecord-loader-{w}"))
@@ -157,9 +198,9 @@ impl<T: Send + 'static> Loader<T> {
         let mut queue = self.shared.lock();
         let step = queue.next_deliver;
         let mut waited = None;
-        let result = loop {
-            if let Some(result) = queue.finished.remove(&step) {
-                break result;
+        let (result, skipped) = loop {
+            if let Some(built) = queue.finished.remove(&step) {
+                break built;
             }
             waited.get_or_insert_with(Instant::now);
             queue = self
@@ -181,6 +222,9 @@ impl<T: Send + 'static> Loader<T> {
             Counters::add_time(&self.counters.wait_ns, start.elapsed());
         }
         self.counters.steps.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .bad_records_skipped
+            .fetch_add(skipped, Ordering::Relaxed);
         result
     }
 
@@ -304,14 +348,12 @@ fn work<T>(shared: &Shared<T>, job: &Job<T>) {
         };
         // Nothing a step does may take the worker down: a panic becomes the
         // step's error, so the consumer never waits for a step that will not come.
-        let result = catch_unwind(AssertUnwindSafe(|| job.build(step))).unwrap_or_else(|panic| {
-            Err(Error::TransformPanicked {
-                step,
-                message: panic_message(&*panic),
-            })
+        let built = catch_unwind(AssertUnwindSafe(|| job.build(step))).unwrap_or_else(|panic| {
+            let message = panic_message(&*panic);
+            (Err(Error::TransformPanicked { step, message }), 0)
         });
         let mut queue = shared.lock();
-        queue.finished.insert(step, result);
+        queue.finished.insert(step, built);
         job.counters
             .ready
             .store(queue.finished.len() as u64, Ordering::Relaxed);
@@ -321,14 +363,63 @@ fn work<T>(shared: &Shared<T>, job: &Job<T>) {
 }
 
 impl<T> Job<T> {
-    /// Gathers every stream at `step`'s indices, then runs the transform.
-    fn build(&self, step: u64) -> Result<T> {
+    /// Gathers every stream at `step`'s indices and runs the transform,
+    /// replacing bad records under [`BadRecords::Skip`]. Returns what the
+    /// consumer gets and the records replaced.
+    fn build(&self, step: u64) -> (Result<T>, u64) {
+        // Records replaced so far: (position, substitute), in order.
+        let mut substitutes: Vec<(usize, u64)> = Vec::new();
+        loop {
+            let (mut indices, columns) = self.pool.take(&self.streams);
+            self.indices(step, &substitutes, &mut indices);
+            let (position, delivered) = match self.run(step, indices, columns) {
+                Err(e) => return (Err(e), 0),
+                Ok(Outcome::Done(out)) => return (Ok(out), substitutes.len() as u64),
+                Ok(Outcome::Bad {
+                    position,
+                    delivered,
+                }) => (position, delivered),
+            };
+            let attempt = substitutes.iter().filter(|(p, _)| *p == position).count();
+            let len = self.passes.batch_len(step);
+            if self.bad_records != BadRecords::Skip
+                || position >= len
+                || attempt >= BadRecords::MAX_ATTEMPTS as usize
+            {
+                return (Ok(delivered()), 0);
+            }
+            // The record that failed: rare enough to compute the batch again.
+            let mut current = Vec::with_capacity(len);
+            self.indices(step, &substitutes, &mut current);
+            let space = match self.sampler.subset() {
+                Some(subset) => Space::Subset(subset),
+                None => Space::Range(self.sampler.len()),
+            };
+            let record = substitute(
+                self.sampler.seed(),
+                step,
+                self.sampler.local_offset() + position as u64,
+                attempt as u32,
+                current[position],
+                space,
+            );
+            substitutes.push((position, record));
+        }
+    }
+
+    /// `step`'s indices into `out`, with `substitutes` in place.
+    fn indices(&self, step: u64, substitutes: &[(usize, u64)], out: &mut Vec<u64>) {
+        out.resize(self.sampler.local_batch_size(), 0);
+        self.sampler.fill_batch(self.passes.sampler_step(step), out);
+        out.truncate(self.passes.batch_len(step));
+        for &(position, record) in substitutes {
+            out[position] = record;
+        }
+    }
+
+    /// Gathers every stream at `indices` for `step`, then runs the transform.
+    fn run(&self, step: u64, indices: Vec<u64>, mut columns: Vec<Column>) -> Result<Outcome<T>> {
         let (start, io) = (Instant::now(), IoStats::this_thread());
-        let (mut indices, mut columns) = self.pool.take(&self.streams);
-        indices.resize(self.sampler.local_batch_size(), 0);
-        self.sampler
-            .fill_batch(self.passes.sampler_step(step), &mut indices);
-        indices.truncate(self.passes.batch_len(step));
         let mut bytes = 0;
         for ((name, stream), column) in self.names.iter().zip(&self.streams).zip(&mut columns) {
             match stream.gather_into(&indices, column) {

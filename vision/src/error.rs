@@ -70,3 +70,40 @@ pub enum Error {
         source: Box<Error>,
     },
 }
+
+impl Error {
+    /// The position in its batch of the image this error is about, when the
+    /// image itself is at fault — not a JPEG or PNG, corrupt or truncated, of
+    /// a refused size — rather than a setting or the output buffer. A loader
+    /// may replace such an image and carry on (`zrecord_loader::BadRecords`).
+    ///
+    /// ```
+    /// use zrecord_vision::{BatchKey, Transform};
+    ///
+    /// let good = zrecord_vision::testing::png_rgb(8, 8, 1);
+    /// let transform = Transform::center_crop(8, 8);
+    /// let mut out = vec![0f32; 2 * transform.image_len()];
+    /// let key = BatchKey { seed: 0, step: 0, records: &[] };
+    /// let e = transform.batch_f32([&good[..], &good[..20]], key, &mut out).unwrap_err();
+    /// assert_eq!(e.bad_image(), Some(1));
+    /// let e = Transform::center_crop(4, 8).batch_f32([&good[..]], key, &mut out[..192]).unwrap_err();
+    /// assert_eq!(e.bad_image(), None); // a crop larger than its resize: a setting
+    /// ```
+    pub fn bad_image(&self) -> Option<usize> {
+        match self {
+            Error::Batch {
+                position, source, ..
+            } if matches!(
+                **source,
+                Error::UnsupportedFormat { .. }
+                    | Error::Jpeg(_)
+                    | Error::Png(_)
+                    | Error::BadSize { .. }
+            ) =>
+            {
+                Some(*position)
+            }
+            _ => None,
+        }
+    }
+}

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{Error, Result};
+use crate::{Error, Result, RgbImage, Transform};
 
 /// File extensions an ImageFolder scan takes (any case).
 pub const IMAGE_EXTENSIONS: [&str; 3] = ["jpg", "jpeg", "png"];
@@ -185,6 +185,50 @@ impl ImageFolder {
                 .map_or(Path::new(""), |i| i.path.as_path()),
         );
         std::fs::read(&path).map_err(io(&path))
+    }
+}
+
+/// Reads the image file at `path` and checks that it decodes, as `zrecord
+/// import images` does before it keeps an image, so a corrupt file is found
+/// at import rather than in the middle of a training run. Returns the
+/// file's bytes as they are or, with `resize`, the image through that
+/// transform as `u8` HWC ([`Transform::hwc`]). `scratch` is the decode
+/// buffer, reused from call to call.
+///
+/// ```
+/// use zrecord_vision::{Error, RgbImage, read_checked};
+/// # let dir = tempfile::tempdir()?;
+/// let png = zrecord_vision::testing::png_rgb(8, 6, 1);
+/// std::fs::write(dir.path().join("good.png"), &png)?;
+/// std::fs::write(dir.path().join("cut.png"), &png[..png.len() / 2])?;
+///
+/// let mut scratch = RgbImage::default();
+/// assert_eq!(read_checked(&dir.path().join("good.png"), None, &mut scratch)?, png);
+/// let cut = read_checked(&dir.path().join("cut.png"), None, &mut scratch);
+/// assert!(matches!(cut, Err(Error::Png(_))));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// [`Error::Io`] naming a file that cannot be read; for one that does not
+/// decode, the errors of [`decode`](crate::decode) (or of
+/// [`Transform::apply_u8`] with `resize`).
+pub fn read_checked(
+    path: &Path,
+    resize: Option<&Transform>,
+    scratch: &mut RgbImage,
+) -> Result<Vec<u8>> {
+    let bytes = std::fs::read(path).map_err(io(path))?;
+    match resize {
+        Some(transform) => {
+            let mut out = vec![0u8; transform.image_len()];
+            transform.apply_u8(&bytes, (0, 0, 0), &mut out)?;
+            Ok(out)
+        }
+        None => {
+            crate::decode(&bytes, scratch)?;
+            Ok(bytes)
+        }
     }
 }
 

@@ -27,7 +27,9 @@
 //! ```
 //!
 //! [`ImageFolder`] lists a data set's images and classes: torchvision's
-//! ImageFolder layout (`root/<class>/**/<image>`) or a `path,label` list.
+//! ImageFolder layout (`root/<class>/**/<image>`) or a `path,label` list;
+//! [`read_checked`] reads one and checks that it decodes, so a corrupt file
+//! is left out at import rather than met in the middle of a run.
 //!
 //! # Decoding
 //!
@@ -54,5 +56,5 @@ mod transform;
 
 pub use decode::{Format, MAX_PIXELS, RgbImage, decode};
 pub use error::{Error, Result};
-pub use folder::{IMAGE_EXTENSIONS, ImageFolder, LabelledImage};
+pub use folder::{IMAGE_EXTENSIONS, ImageFolder, LabelledImage, read_checked};
 pub use transform::{BatchKey, Crop, IMAGENET_MEAN, IMAGENET_STD, OnCorrupt, Transform};

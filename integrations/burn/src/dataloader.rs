@@ -9,7 +9,7 @@ use burn::data::dataloader::{DataLoader, DataLoaderIterator, Progress};
 use burn::data::dataset::DatasetError;
 use burn::tensor::Device;
 use zrecord_loader::{
-    Batch, CounterSnapshot, Counters, LastBatch, Loader, LoaderBuilder, Mode, Stream,
+    Batch, CounterSnapshot, Counters, LastBatch, Loader, LoaderBuilder, LoaderConfig, Mode, Stream,
 };
 
 use crate::{Error, Result};
@@ -34,62 +34,70 @@ pub enum EpochMode {
 
 /// Configures a [`StoreDataLoader`]; from [`StoreDataLoader::builder`].
 ///
-/// The loader's own configuration — streams, sampling, threads — is a
-/// [`LoaderBuilder`], checked by the loader; this adds the epoch settings.
-/// Everything the loader needs to (re)start at any step is kept here, which is
-/// what lets [`slice`](DataLoader::slice), [`to_device`](DataLoader::to_device)
-/// and a dropped iterator stay deterministic.
+/// The loader's own configuration — streams, and the sampling and threading
+/// setters of every `zrecord-loader` loader ([`LoaderConfig`] documents each
+/// setting and its default) — is checked by the loader; this adds the epoch
+/// settings. Everything the loader needs to (re)start at any step is kept
+/// here, which is what lets [`slice`](DataLoader::slice),
+/// [`to_device`](DataLoader::to_device) and a dropped iterator stay
+/// deterministic.
+///
+/// [`shard`](Self::shard) splits every global batch: then
+/// [`num_items`](DataLoader::num_items) counts this rank's items.
 #[derive(Clone)]
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct StoreDataLoaderBuilder {
-    loader: LoaderBuilder<Batch>,
-    /// The sampling mode given to `loader`, to choose the default last batch.
-    mode: Mode,
+    streams: Vec<(String, Stream)>,
+    /// The global batch: all ranks together.
+    batch_size: u64,
+    config: LoaderConfig,
     last_batch: Option<LastBatch>,
     steps_per_epoch: Option<u64>,
     epoch_mode: EpochMode,
     first_epoch: u64,
 }
 
-/// Setters that configure the inner [`LoaderBuilder`]; each documents its
-/// default there.
-macro_rules! loader_setters {
-    ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*);)*) => {$(
-        $(#[$doc])*
-        pub fn $name(mut self, $($arg: $ty),*) -> Self {
-            self.loader = self.loader.$name($($arg),*);
-            self
-        }
-    )*};
-}
-
 impl StoreDataLoaderBuilder {
-    loader_setters! {
-        /// Adds a stream: see [`LoaderBuilder::stream`].
-        fn stream(name: impl Into<String>, stream: impl Into<Stream>);
-        /// Adds every stream of a sharded dataset: see [`LoaderBuilder::dataset`].
-        fn dataset(dataset: zrecord::Dataset);
-        /// The seed: see [`LoaderBuilder::seed`].
-        fn seed(seed: u64);
-        /// This process's share of every global batch: see
-        /// [`LoaderBuilder::shard`]. [`num_items`](DataLoader::num_items)
-        /// counts this rank's items.
-        fn shard(rank: u64, world_size: u64);
-        /// Samples only these record indices: see [`LoaderBuilder::subset`].
-        fn subset(indices: impl Into<Arc<[u64]>>);
-        /// The sampler step of epoch 0's first batch: see [`LoaderBuilder::start_step`].
-        fn start_step(step: u64);
-        /// Worker threads that gather and convert: see [`LoaderBuilder::workers`].
-        fn workers(workers: usize);
-        /// Batches in flight at once: see [`LoaderBuilder::prefetch`].
-        fn prefetch(batches: usize);
+    zrecord_loader::config_setters!(config);
+
+    /// Adds a stream: see [`LoaderBuilder::stream`].
+    pub fn stream(mut self, name: impl Into<String>, stream: impl Into<Stream>) -> Self {
+        self.streams.push((name.into(), stream.into()));
+        self
     }
 
-    /// The sampling mode: see [`LoaderBuilder::mode`].
-    pub fn mode(mut self, mode: Mode) -> Self {
-        self.loader = self.loader.mode(mode);
-        self.mode = mode;
+    /// Adds every stream of a sharded dataset: see [`LoaderBuilder::dataset`].
+    pub fn dataset(mut self, dataset: zrecord::Dataset) -> Self {
+        for (name, shards) in dataset.into_streams() {
+            self.streams.push((name, shards.into()));
+        }
         self
+    }
+
+    /// The mode the sampler will run in: the one given, or the saved one
+    /// when resuming.
+    fn sampling_mode(&self) -> Mode {
+        self.config
+            .resume
+            .map_or(self.config.mode, |state| state.sampler.mode)
+    }
+
+    /// The inner loader's builder, starting at sampler step `step` when given.
+    fn loader(&self, last_batch: LastBatch, step: Option<u64>) -> LoaderBuilder<Batch> {
+        let mut config = self.config.clone();
+        if let Some(step) = step {
+            match &mut config.resume {
+                Some(state) => state.sampler.step = step,
+                None => config.start_step = step,
+            }
+        }
+        let mut loader = Loader::builder(self.batch_size)
+            .with_config(config)
+            .last_batch(last_batch);
+        for (name, stream) in &self.streams {
+            loader = loader.stream(name.clone(), stream.clone());
+        }
+        loader
     }
 
     /// What a [`Mode::Sequential`] loader does with the records that do not
@@ -139,7 +147,7 @@ impl StoreDataLoaderBuilder {
     /// streams, two of one name or of different lengths, a batch larger than
     /// the data in a cyclic mode, a world size larger than the batch, a
     /// subset out of range.
-    pub fn build<O, F>(mut self, device: &Device, convert: F) -> Result<StoreDataLoader<O>>
+    pub fn build<O, F>(self, device: &Device, convert: F) -> Result<StoreDataLoader<O>>
     where
         O: Send + 'static,
         F: Fn(Batch, &Device) -> Result<O> + Send + Sync + 'static,
@@ -150,16 +158,15 @@ impl StoreDataLoaderBuilder {
             ));
         }
         let last_batch = self.last_batch.unwrap_or(
-            if self.mode == Mode::Sequential && self.epoch_mode == EpochMode::Repeat {
+            if self.sampling_mode() == Mode::Sequential && self.epoch_mode == EpochMode::Repeat {
                 LastBatch::Short
             } else {
                 LastBatch::Wrap
             },
         );
-        self.loader = self.loader.last_batch(last_batch);
         // The configuration's checks and batch geometry, without starting a
         // loader: a probe's workers would read (and fetch) data unaccounted.
-        let plan = self.loader.plan()?;
+        let plan = self.loader(last_batch, None).plan()?;
         let batch_size = plan.batch_size();
         let start_step = plan.step();
         let pass = plan.steps_per_epoch();
@@ -174,6 +181,7 @@ impl StoreDataLoaderBuilder {
         let first_epoch = self.first_epoch;
         let mut loader = StoreDataLoader {
             config: Arc::new(self),
+            last_batch,
             convert: Arc::new(convert),
             device: device.clone(),
             steps: 0..steps_per_epoch,
@@ -236,8 +244,15 @@ impl StoreDataLoaderBuilder {
 /// out of the iterator as `Err(DatasetError)` for that step — Burn's
 /// `Learner` stops the training and reports it in `LearningResult::error`;
 /// [`Error::from_dataset_error`] recovers this crate's error. A caller that
-/// keeps iterating gets the next step; nothing is skipped silently and
-/// nothing panics.
+/// keeps iterating gets the next step; nothing panics.
+///
+/// A converter error about one record — an image that does not decode —
+/// comes under the [`bad_records`](StoreDataLoaderBuilder::bad_records)
+/// policy: by default it stops the training as any error does; with
+/// [`BadRecords::Skip`](zrecord_loader::BadRecords::Skip) the record is
+/// replaced by a substitute every rank and every resumed run agree on, and
+/// [`counters`](StoreDataLoader::counters) count it
+/// (`bad_records_skipped`).
 ///
 /// ```
 /// use std::sync::Arc;
@@ -273,6 +288,8 @@ impl StoreDataLoaderBuilder {
 /// ```
 pub struct StoreDataLoader<O> {
     config: Arc<StoreDataLoaderBuilder>,
+    /// The last batch the builder settled on.
+    last_batch: LastBatch,
     convert: Convert<O>,
     device: Device,
     /// The steps of each epoch this loader serves, relative to the epoch's start.
@@ -305,12 +322,13 @@ impl StoreDataLoader<()> {
     /// A builder for a data loader yielding batches of `batch_size` records
     /// (the global batch: all ranks together).
     ///
-    /// Defaults: [`Mode::Cyclic`], seed 0, rank 0 of 1, 2 workers, prefetch 4,
-    /// one pass per epoch, [`EpochMode::Continue`].
+    /// Defaults: those of [`LoaderConfig`], one pass per epoch,
+    /// [`EpochMode::Continue`].
     pub fn builder(batch_size: u64) -> StoreDataLoaderBuilder {
         StoreDataLoaderBuilder {
-            loader: Loader::builder(batch_size),
-            mode: Mode::default(),
+            streams: Vec::new(),
+            batch_size,
+            config: LoaderConfig::default(),
             last_batch: None,
             steps_per_epoch: None,
             epoch_mode: EpochMode::Continue,
@@ -392,6 +410,7 @@ impl<O: Send + 'static> StoreDataLoader<O> {
     fn derive(&self, device: &Device, steps: Range<u64>) -> StoreDataLoader<O> {
         let mut derived = StoreDataLoader {
             config: Arc::clone(&self.config),
+            last_batch: self.last_batch,
             convert: Arc::clone(&self.convert),
             device: device.clone(),
             steps,
@@ -422,10 +441,8 @@ impl<O: Send + 'static> StoreDataLoader<O> {
             let device = self.device.clone();
             let loader = self
                 .config
-                .loader
-                .clone()
-                .start_step(step)
-                .transform(move |batch| convert(batch, &device))
+                .loader(self.last_batch, Some(step))
+                .try_transform(move |batch| convert(batch, &device))
                 .build()?;
             self.counters
                 .lock()

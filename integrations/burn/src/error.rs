@@ -81,6 +81,24 @@ impl Error {
     }
 }
 
+/// A converter's error about one record of its batch — an image that does
+/// not decode (`image_tensor`, feature `vision`), a
+/// [`zrecord_loader::Error::BadRecord`] — comes under the data loader's
+/// [`BadRecords`](zrecord_loader::BadRecords) policy.
+impl zrecord_loader::RecordError for Error {
+    fn bad_record(&self) -> Option<usize> {
+        match self {
+            Error::Loader(e) => e.bad_record(),
+            #[cfg(feature = "vision")]
+            Error::Image(e) => e.bad_image(),
+            Error::User(e) => e
+                .downcast_ref::<zrecord_loader::Error>()
+                .and_then(zrecord_loader::RecordError::bad_record),
+            _ => None,
+        }
+    }
+}
+
 impl From<Error> for burn::data::dataset::DatasetError {
     fn from(error: Error) -> Self {
         burn::data::dataset::DatasetError::new(error)

@@ -48,7 +48,10 @@ use crate::{Result, tensor_from_data};
 /// [`Error::Loader`](crate::Error::Loader) when the batch has no ragged
 /// `u8` stream `name`; [`Error::Image`](crate::Error::Image) naming step,
 /// position and record of an image that fails to decode (unless the
-/// transform blanks it, see [`OnCorrupt`](zrecord_vision::OnCorrupt)).
+/// transform blanks it, see [`OnCorrupt`](zrecord_vision::OnCorrupt)) — a
+/// bad record: the data loader stops there, or, with
+/// [`bad_records(BadRecords::Skip)`](crate::StoreDataLoaderBuilder::bad_records),
+/// replaces it by a substitute and carries on.
 pub fn image_tensor(
     batch: &Batch,
     name: &str,

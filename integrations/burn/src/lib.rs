@@ -108,7 +108,9 @@ pub use images::image_tensor;
 pub use packed::{PackedTensors, block_causal_mask, packed_tensors};
 #[cfg(feature = "train")]
 pub use report::EpochReport;
-pub use zrecord_loader::{Batch, CounterSnapshot, LastBatch, Mode, Stream};
+pub use zrecord_loader::{
+    BadRecords, Batch, CounterSnapshot, LastBatch, LoaderConfig, Mode, Stream,
+};
 /// Image transforms for the converter: decode, crop, flip, normalise (feature `vision`).
 #[cfg(feature = "vision")]
 pub use zrecord_vision as vision;

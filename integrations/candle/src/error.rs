@@ -130,5 +130,22 @@ pub enum Error {
     },
 }
 
+/// An error about one record of a loader batch — an image that does not
+/// decode (`image_tensor`, feature `vision`), a
+/// [`zrecord_loader::Error::BadRecord`] — comes under the loader's
+/// [`BadRecords`](zrecord_loader::BadRecords) policy when the transform
+/// that returns it is a
+/// [`try_transform`](zrecord_loader::LoaderBuilder::try_transform).
+impl zrecord_loader::RecordError for Error {
+    fn bad_record(&self) -> Option<usize> {
+        match self {
+            Error::Loader(e) => e.bad_record(),
+            #[cfg(feature = "vision")]
+            Error::Image(e) => e.bad_image(),
+            _ => None,
+        }
+    }
+}
+
 /// Shorthand for `Result<T, zrecord_candle::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

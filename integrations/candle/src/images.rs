@@ -39,7 +39,10 @@ fn transform_into_tensor(
 /// # Errors
 /// [`Error::Loader`](crate::Error::Loader) when the batch has no ragged `u8`
 /// stream `name`; [`Error::Image`](crate::Error::Image) naming the step,
-/// position and record of an image that fails to decode.
+/// position and record of an image that fails to decode — a bad record, to
+/// which the loader's [`BadRecords`](zrecord_loader::BadRecords) policy
+/// applies when this runs in a
+/// [`try_transform`](zrecord_loader::LoaderBuilder::try_transform).
 pub fn image_tensor(
     batch: &Batch,
     name: &str,

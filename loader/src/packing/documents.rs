@@ -53,22 +53,35 @@ impl Documents {
     /// [`Error::TokenOutOfRange`] for a token that is negative or above
     /// `u32::MAX`.
     pub fn from_ragged(batch: DynRaggedBatch) -> Result<Documents> {
+        Self::from_ragged_locating(batch).map_err(|(_, e)| e)
+    }
+
+    /// As [`from_ragged`](Self::from_ragged); a token out of range comes
+    /// with the document that holds it.
+    pub(crate) fn from_ragged_locating(
+        batch: DynRaggedBatch,
+    ) -> Result<Documents, (Option<usize>, Error)> {
         let dtype = batch.dtype();
         let (values, layout) = batch.into_parts();
+        let offsets = layout.offsets();
+        let in_document = |(at, e): (usize, Error)| {
+            let document = offsets.partition_point(|&o| o <= at).saturating_sub(1);
+            (Some(document), e)
+        };
         let tokens = match values {
             DynVec::U32(v) => v,
             DynVec::U8(v) => v.into_iter().map(u32::from).collect(),
             DynVec::U16(v) => v.into_iter().map(u32::from).collect(),
-            DynVec::I8(v) => narrow(&v, dtype)?,
-            DynVec::I16(v) => narrow(&v, dtype)?,
-            DynVec::I32(v) => narrow(&v, dtype)?,
-            DynVec::U64(v) => narrow(&v, dtype)?,
-            DynVec::I64(v) => narrow(&v, dtype)?,
-            _ => return Err(Error::TokenDType { dtype }),
+            DynVec::I8(v) => narrow(&v, dtype).map_err(in_document)?,
+            DynVec::I16(v) => narrow(&v, dtype).map_err(in_document)?,
+            DynVec::I32(v) => narrow(&v, dtype).map_err(in_document)?,
+            DynVec::U64(v) => narrow(&v, dtype).map_err(in_document)?,
+            DynVec::I64(v) => narrow(&v, dtype).map_err(in_document)?,
+            _ => return Err((None, Error::TokenDType { dtype })),
         };
         Ok(Documents {
             tokens,
-            offsets: layout.offsets().to_vec(),
+            offsets: offsets.to_vec(),
         })
     }
 
@@ -105,14 +118,19 @@ impl Documents {
     }
 }
 
-/// Converts signed or wide tokens to `u32`, refusing what does not fit.
-fn narrow<T: Copy + TryInto<u32> + Into<i128>>(values: &[T], dtype: DType) -> Result<Vec<u32>> {
+/// Converts signed or wide tokens to `u32`, refusing what does not fit (and
+/// saying where it is).
+fn narrow<T: Copy + TryInto<u32> + Into<i128>>(
+    values: &[T],
+    dtype: DType,
+) -> Result<Vec<u32>, (usize, Error)> {
     values
         .iter()
-        .map(|&v| {
-            v.try_into().map_err(|_| Error::TokenOutOfRange {
-                dtype,
-                value: v.into(),
+        .enumerate()
+        .map(|(at, &v)| {
+            v.try_into().map_err(|_| {
+                let value = v.into();
+                (at, Error::TokenOutOfRange { dtype, value })
             })
         })
         .collect()

@@ -4,11 +4,10 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use zsampler::Mode;
 
 use super::packer::{Cursor, Packer, Packing, Window};
 use super::{Documents, PackedBatch};
-use crate::{Counters, Error, Loader, LoaderState, Result, Stream};
+use crate::{BadRecords, Counters, Error, Loader, LoaderConfig, LoaderState, Result, Stream};
 
 /// Name of the token stream inside the window loader.
 const TOKENS: &str = "tokens";
@@ -81,6 +80,13 @@ pub struct PackedState {
 }
 
 /// Configures a [`PackedLoader`]: from [`PackedLoader::builder`].
+///
+/// The sampling and threading setters are those of every loader;
+/// [`LoaderConfig`] documents each setting, its default, and what differs
+/// here: a batch is rows (each rank keeps its share of them), prefetch counts
+/// windows of documents, a start step is reached by packing the batches
+/// before it, and a run resumes from a [`PackedState`]
+/// ([`resume`](Self::resume)).
 #[must_use = "a builder does nothing until `build` is called"]
 #[derive(Clone)]
 pub struct PackedLoaderBuilder {
@@ -90,12 +96,7 @@ pub struct PackedLoaderBuilder {
     packing: Packing,
     window: Option<u64>,
     pad: u32,
-    mode: Mode,
-    seed: u64,
-    subset: Option<Arc<[u64]>>,
-    shard: (usize, usize),
-    workers: usize,
-    prefetch: usize,
+    config: LoaderConfig,
     resume: Option<PackedState>,
 }
 
@@ -104,8 +105,7 @@ impl PackedLoader {
     /// together) of `seq_len` tokens.
     ///
     /// Defaults: [`Packing::ConcatSplit`], windows of [`DEFAULT_WINDOW`]
-    /// documents, [`Mode::Cyclic`], seed 0, pad token 0, rank 0 of 1,
-    /// 2 workers, 2 windows prefetched.
+    /// documents, pad token 0, and those of [`LoaderConfig`].
     pub fn builder(seq_len: usize, rows: usize) -> PackedLoaderBuilder {
         PackedLoaderBuilder {
             tokens: None,
@@ -114,12 +114,7 @@ impl PackedLoader {
             packing: Packing::default(),
             window: None,
             pad: 0,
-            mode: Mode::Cyclic,
-            seed: 0,
-            subset: None,
-            shard: (0, 1),
-            workers: 2,
-            prefetch: 2,
+            config: LoaderConfig::default(),
             resume: None,
         }
     }
@@ -170,6 +165,8 @@ impl Iterator for PackedLoader {
 }
 
 impl PackedLoaderBuilder {
+    crate::config_setters!(config; except resume);
+
     /// The token stream: a ragged store of an integer dtype whose values fit
     /// `u32`, one document per record.
     pub fn tokens(mut self, stream: impl Into<Stream>) -> Self {
@@ -197,61 +194,26 @@ impl PackedLoaderBuilder {
         self
     }
 
-    /// The order of the documents (default [`Mode::Cyclic`]).
-    pub fn mode(mut self, mode: Mode) -> Self {
-        self.mode = mode;
-        self
-    }
-
-    /// The seed (default 0).
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
-    }
-
-    /// Packs only these documents (a train/validation split).
-    pub fn subset(mut self, indices: impl Into<Arc<[u64]>>) -> Self {
-        self.subset = Some(indices.into());
-        self
-    }
-
-    /// This process's `rank` among `world_size` data-parallel ranks: each
-    /// keeps its contiguous slice of the rows of every batch. `world_size`
-    /// must divide the rows.
-    pub fn shard(mut self, rank: usize, world_size: usize) -> Self {
-        self.shard = (rank, world_size);
-        self
-    }
-
-    /// Worker threads that gather windows (default 2).
-    pub fn workers(mut self, workers: usize) -> Self {
-        self.workers = workers;
-        self
-    }
-
-    /// Windows gathered ahead (default 2).
-    pub fn prefetch(mut self, windows: usize) -> Self {
-        self.prefetch = windows;
-        self
-    }
-
     /// Continues from a saved [`PackedState`]: its order, seed, window and
-    /// step replace this builder's; [`shard`](Self::shard) may change the
-    /// rank and world size. Pass the same subset again if there was one.
+    /// step replace this builder's (and its start step);
+    /// [`shard`](Self::shard) may change the rank and world size. Pass the
+    /// same subset again if there was one.
     pub fn resume(mut self, state: &PackedState) -> Self {
         self.resume = Some(*state);
         self
     }
 
-    /// Checks the configuration and starts the window loader.
+    /// Checks the configuration and starts the window loader (and packs the
+    /// batches before the [start step](LoaderConfig::start_step), if any).
     ///
     /// # Errors
     /// [`Error::NoStreams`] without [`tokens`](Self::tokens);
     /// [`Error::WrongKind`] / [`Error::TokenDType`] for a dense or
     /// non-integer stream; [`Error::Packing`] for zero rows or length, a
-    /// world size that does not divide the rows, or a state saved with
-    /// another packing; the [`Loader`] builder's errors for the window
-    /// sampler.
+    /// world size that does not divide the rows, a state saved with another
+    /// packing, or a [`LoaderState`] given to resume from in place of a
+    /// [`PackedState`]; the [`Loader`] builder's errors for the window
+    /// sampler; the errors of the batches packed to reach the start step.
     pub fn build(self) -> Result<PackedLoader> {
         let tokens = self.tokens.ok_or(Error::NoStreams)?;
         match &tokens {
@@ -267,50 +229,85 @@ impl PackedLoaderBuilder {
             }
             Stream::Ragged(_) => {}
         }
+        if self.config.resume.is_some() {
+            return Err(Error::Packing(
+                "a packing loader resumes from its PackedState (PackedLoaderBuilder::resume), \
+                 not from a LoaderState"
+                    .into(),
+            ));
+        }
         let (packing, seq_len, rows) = (self.packing, self.seq_len, self.rows);
-        let documents = self
+        let config = self.config;
+        let documents = config
             .subset
             .as_ref()
             .map_or(tokens.len(), |s| s.len() as u64);
+        let (rank, world_size) = config.shard.unwrap_or((0, 1));
+        let place = |n: u64| {
+            usize::try_from(n).map_err(|_| {
+                Error::Packing(format!(
+                    "rank {rank} of {world_size}: the world size must divide the {rows} rows of a batch"
+                ))
+            })
+        };
         let mut packer = Packer::new(packing, seq_len, rows)?
-            .shard(self.shard.0, self.shard.1)?
+            .shard(place(rank)?, place(world_size)?)?
             .pad_token(self.pad);
+        // Every rank packs the same global batches: the windows are not sharded.
         let mut windows =
             Loader::builder(self.window.unwrap_or(DEFAULT_WINDOW).min(documents).max(1))
                 .stream(TOKENS, tokens)
-                .mode(self.mode)
-                .seed(self.seed)
-                .workers(self.workers)
-                .prefetch(self.prefetch);
-        if let Some(subset) = self.subset {
-            windows = windows.subset(subset);
-        }
-        if let Some(state) = &self.resume {
-            if (state.packing, state.seq_len, state.rows) != (packing, seq_len as u64, rows as u64)
-            {
-                return Err(Error::Packing(format!(
-                    "the state was saved packing {:?} rows of {} × {}, not {packing:?} rows of {rows} × {seq_len}",
-                    state.packing, state.rows, state.seq_len
-                )));
+                .with_config(LoaderConfig {
+                    shard: None,
+                    start_step: 0,
+                    ..config
+                });
+        let start_step = match &self.resume {
+            Some(state) => {
+                if (state.packing, state.seq_len, state.rows)
+                    != (packing, seq_len as u64, rows as u64)
+                {
+                    return Err(Error::Packing(format!(
+                        "the state was saved packing {:?} rows of {} × {}, not {packing:?} rows of {rows} × {seq_len}",
+                        state.packing, state.rows, state.seq_len
+                    )));
+                }
+                windows = windows.resume(&state.window);
+                packer = packer.resume(state.step, state.cursor);
+                None
             }
-            windows = windows.resume(&state.window);
-            packer = packer.resume(state.step, state.cursor);
-        }
+            None => Some(config.start_step),
+        };
+        // A document with a token that does not fit `u32` is a bad record
+        // only where the policy replaces it; otherwise its error is the
+        // one it always was.
+        let skip = config.bad_records == BadRecords::Skip;
         let windows = windows
-            .transform(move |mut batch| {
-                let docs = Documents::from_ragged(batch.take_ragged(TOKENS)?)?;
+            .try_transform(move |mut batch| {
+                let docs = match Documents::from_ragged_locating(batch.take_ragged(TOKENS)?) {
+                    Ok(docs) => docs,
+                    Err((Some(document), e)) if skip => {
+                        return Err(batch.bad_record(document, e.to_string()));
+                    }
+                    Err((_, e)) => return Err(e),
+                };
                 Ok(Window::new(docs, packing, seq_len))
             })
             .build()?;
         let first = windows.state();
         let per_pass = documents.div_ceil(windows.batch_size().max(1) as u64);
-        Ok(PackedLoader {
+        let mut loader = PackedLoader {
             packer: packer.empty_limit(2 * per_pass + 2),
             windows,
             first,
             packing,
             seq_len,
             rows,
-        })
+        };
+        if let Some(steps) = start_step {
+            let windows = &mut loader.windows;
+            loader.packer.skip(steps, || windows.next_batch()?)?;
+        }
+        Ok(loader)
     }
 }

@@ -219,6 +219,19 @@ impl Packer {
         Ok(batch)
     }
 
+    /// Packs `steps` batches and drops them without copying a token: how a
+    /// loader reaches its start step.
+    pub(crate) fn skip(
+        &mut self,
+        steps: u64,
+        mut next_window: impl FnMut() -> Result<Window>,
+    ) -> Result<()> {
+        let keep = std::mem::replace(&mut self.keep, 0..0);
+        let skipped = (0..steps).try_for_each(|_| self.next_batch_from(&mut next_window).map(drop));
+        self.keep = keep;
+        skipped
+    }
+
     /// Makes sure the current window has something left at the cursor.
     fn ready(&mut self, next_window: &mut impl FnMut() -> Result<Window>) -> Result<()> {
         let mut empty = 0;

@@ -112,7 +112,12 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
                 let results: Vec<Result<Vec<u8>>> = chunk
                     .par_iter()
                     .map_init(RgbImage::default, |scratch, item| {
-                        load(&args.dir.join(&item.path), resize.as_ref(), scratch)
+                        zrecord_vision::read_checked(
+                            &args.dir.join(&item.path),
+                            resize.as_ref(),
+                            scratch,
+                        )
+                        .map_err(anyhow::Error::from)
                     })
                     .collect();
                 let mut batch = RaggedBatch::<u8>::new();
@@ -186,23 +191,6 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
         }
     );
     Ok(())
-}
-
-/// Reads one image and checks that it decodes: its bytes as they are, or
-/// resized to `[S, S, 3]` RGB.
-fn load(path: &Path, resize: Option<&Transform>, scratch: &mut RgbImage) -> Result<Vec<u8>> {
-    let bytes = std::fs::read(path).context("cannot read")?;
-    match resize {
-        Some(transform) => {
-            let mut out = vec![0u8; transform.image_len()];
-            transform.apply_u8(&bytes, (0, 0, 0), &mut out)?;
-            Ok(out)
-        }
-        None => {
-            zrecord_vision::decode(&bytes, scratch)?;
-            Ok(bytes)
-        }
-    }
 }
 
 fn utf8(path: &Path) -> Result<String> {
