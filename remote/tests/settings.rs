@@ -138,13 +138,12 @@ fn the_environment_alone_reaches_an_s3_compatible_server() {
     }
     let url = std::env::var(URL).unwrap();
     let remote = Remote::open(&url, RemoteOptions::new()).unwrap();
-    let store = DynDenseStore::open_in(
-        std::sync::Arc::new(remote),
-        OpenOptions::new().read_only(true),
-    )
-    .unwrap()
-    .typed::<u8>()
-    .unwrap();
+    let store = OpenOptions::new()
+        .read_only(true)
+        .open::<DynDenseStore>(std::sync::Arc::new(remote))
+        .unwrap()
+        .typed::<u8>()
+        .unwrap();
     let record: Vec<u8> = store.gather(&[1]).unwrap().iter().copied().collect();
     assert_eq!(record, [5, 6, 7, 8]);
 }
