@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 LIMIT_MIB=${LIMIT_MIB:-128}
 RECORDS=${RECORDS:-400000}
 BATCHES=${BATCHES:-100}
-cargo build --release -q -p zrecord --features cli-minimal --bin zrecord
+cargo build --release -q -p zrecord-cli --bin zrecord
 zrecord="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/release/zrecord"
 
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/zrecord-ltm.XXXXXX")

@@ -1,8 +1,6 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code, unreachable_pub)]
 
-pub mod run;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::OnceLock;

@@ -6,6 +6,7 @@
 
 mod array;
 mod files;
+#[cfg(feature = "images")]
 mod images;
 mod lines;
 mod loaderx;
@@ -37,7 +38,15 @@ pub(crate) enum Import {
     Lines(lines::Args),
     /// An image folder (one subfolder per class) or a path,label list: encoded
     /// images (or decoded with --resize), labels and class names in a new folder.
+    #[cfg(feature = "images")]
     Images(images::Args),
+    /// (This build has no image support: build with feature `images`.)
+    #[cfg(not(feature = "images"))]
+    #[command(hide = true)]
+    Images {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Columns of a Parquet file, or of a folder of them: one store per column in OUT.
     #[cfg(feature = "parquet")]
     Parquet(parquet::Args),
@@ -61,8 +70,13 @@ pub(crate) fn run(import: Import, quiet: bool) -> Result<()> {
         Import::Safetensors(args) => safetensors::run(args, quiet),
         Import::Files(args) => files::run(args, quiet),
         Import::Lines(args) => lines::run(args, quiet),
+        #[cfg(feature = "images")]
         Import::Images(args) => {
             images::run(&args, quiet).with_context(|| args.dir.display().to_string())
+        }
+        #[cfg(not(feature = "images"))]
+        Import::Images { .. } => {
+            anyhow::bail!("this zrecord was built without image support (cargo feature `images`)")
         }
         #[cfg(feature = "parquet")]
         Import::Parquet(args) => parquet::run(&args, quiet),

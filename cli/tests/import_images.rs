@@ -2,7 +2,7 @@
 //! encoded images (or decoded, with --resize), labels, class names and paths;
 //! a corrupt image fails the import by path leaving nothing behind, or is
 //! skipped and counted with --on-error skip.
-#![cfg(feature = "cli")]
+#![cfg(feature = "images")]
 
 use std::fs;
 use std::path::Path;

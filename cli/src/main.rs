@@ -63,19 +63,10 @@ enum Command {
     /// Sharded datasets: join the shards written by `import --shard`.
     #[command(subcommand)]
     Dataset(dataset::Dataset),
-    /// Upload a store or dataset to object storage: `push LOCAL URL [--verify]`
-    /// (runs `zrecord-remote push`).
-    #[command(disable_help_flag = true)]
-    Push {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<std::ffi::OsString>,
-    },
-    /// Download a store or dataset: `pull URL LOCAL` (runs `zrecord-remote pull`).
-    #[command(disable_help_flag = true)]
-    Pull {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<std::ffi::OsString>,
-    },
+    /// Upload a store, folder of stores or dataset to object storage (headers last).
+    Push(remote::PushArgs),
+    /// Download a store, folder of stores or dataset from object storage.
+    Pull(remote::PullArgs),
 }
 
 /// Codec choices on the command line.
@@ -222,8 +213,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let quiet = cli.quiet;
     let result = match cli.command {
-        Command::Push { args } => remote::run("push", args),
-        Command::Pull { args } => remote::run("pull", args),
+        Command::Push(args) => remote::push(args, quiet).map_err(Failure::from),
+        Command::Pull(args) => remote::pull(args, quiet).map_err(Failure::from),
         Command::Import(args) => import::run(args, quiet).map_err(Failure::from),
         Command::Export(args) => export::run(args, quiet).map_err(Failure::from),
         Command::Info(args) => info::run(args).map_err(Failure::from),

@@ -1,7 +1,6 @@
 //! `zrecord import loaderx` on stores written by loaderx 1.7.2 and 2.8.19:
 //! every fixture imports to exactly its expected content (its `.npz`), and a
 //! damaged store or one of an unknown version is an error that writes nothing.
-#![cfg(feature = "cli-minimal")]
 
 mod common;
 

@@ -4,7 +4,6 @@
 //! (it opens, verifies and holds every record); the only other thing beside
 //! it is the killed run's staging folder, which the next run removes, leaving
 //! nothing behind.
-#![cfg(feature = "cli")]
 
 mod common;
 

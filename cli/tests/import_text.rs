@@ -1,7 +1,6 @@
 //! `zrecord import text`: documents tokenised into a ragged token store, each
 //! ending with the end-of-document token; bad input (JSON, UTF-8, token ids,
 //! tokenizer names) is a clear error with exit code 2 and nothing written.
-#![cfg(feature = "cli-minimal")]
 
 mod common;
 

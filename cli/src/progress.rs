@@ -35,3 +35,25 @@ pub(crate) fn show_bytes(bar: &ProgressBar, bytes: u64) {
         bar.set_message(format!("{}", indicatif::HumanBytes(bytes)));
     }
 }
+
+/// A bar over bytes copied (its length set as the total becomes known).
+pub(crate) fn bytes(quiet: bool, what: &str) -> ProgressBar {
+    if quiet || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(0);
+    let style = ProgressStyle::with_template(
+        "{prefix} [{bar:30}] {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, eta {eta})",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar())
+    .progress_chars("=> ");
+    bar.set_style(style);
+    bar.set_prefix(what.to_string());
+    bar
+}
+
+/// Moves a bytes bar to `done` of `total`.
+pub(crate) fn set(bar: &ProgressBar, done: u64, total: u64) {
+    bar.set_length(total);
+    bar.set_position(done);
+}

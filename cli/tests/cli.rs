@@ -1,7 +1,6 @@
 //! The `zrecord` command end to end: imports round-trip bit-exactly through
 //! export, verify finds damage, and bad input is a one-line error with exit
 //! code 2 that leaves nothing behind.
-#![cfg(feature = "cli")]
 
 mod common;
 
