@@ -3,9 +3,10 @@
 use std::sync::Arc;
 
 use ndarray::{ArrayViewD, IxDyn};
-use zrecord::{DType, DynRaggedBatch, Element, PaddedBatch, Padding, RaggedLayout, StoreKind};
+use zrecord::{DType, DynRaggedBatch, Element, RaggedLayout, StoreKind};
 
 use crate::column::{Column, DenseColumn};
+use crate::padding::{PaddedBatch, Padding};
 use crate::pool::Pool;
 use crate::{Error, Result};
 
@@ -53,6 +54,8 @@ impl<'a, T: Element> RaggedView<'a, T> {
 #[derive(Debug)]
 pub struct Batch {
     pub(crate) step: u64,
+    /// The global-batch position of record 0: this rank's offset.
+    pub(crate) first_position: u64,
     pub(crate) indices: Vec<u64>,
     pub(crate) names: Arc<[Arc<str>]>,
     pub(crate) columns: Vec<Option<Column>>,
@@ -65,7 +68,17 @@ impl Batch {
         self.step
     }
 
-    /// The record indices, in batch order.
+    /// The position of record 0 in the step's global batch (all ranks
+    /// together): this rank's offset, `⌊rank·B/world⌋` for a global batch of
+    /// `B`; 0 for one process. Record `k` is at global position
+    /// `first_position() + k`, which is what keys per-record random choices
+    /// (image crops, bad-record substitutes) the same on any world size.
+    pub fn first_position(&self) -> u64 {
+        self.first_position
+    }
+
+    /// The record indices, in batch order: record `k` of every stream is
+    /// record `indices()[k]` of its store (or dataset).
     pub fn indices(&self) -> &[u64] {
         &self.indices
     }
@@ -173,7 +186,8 @@ impl Batch {
     /// every axis to the batch's largest extent). The stream stays in the batch.
     ///
     /// ```
-    /// use zrecord::{Codec, Padding, RaggedStore};
+    /// use zrecord::{Codec, RaggedStore};
+    /// use zrecord_loader::Padding;
     /// use zrecord_loader::{Loader, Mode};
     /// # let dir = tempfile::tempdir()?;
     ///
@@ -202,7 +216,7 @@ impl Batch {
             .pad(view.values(), view.layout())
             .map_err(|source| Error::Pad {
                 stream: name.into(),
-                source,
+                source: Box::new(source),
             })
     }
 

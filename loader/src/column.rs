@@ -2,9 +2,10 @@
 //! loader recycles.
 
 use ndarray::{ArrayViewD, IxDyn};
-use zrecord::{DType, DynRaggedBatch, DynVec, Element, StoreKind};
+use zrecord::{DType, DynRaggedBatch, DynVec, Element, StoreKind, Stream};
 
-/// One stream of a batch.
+/// One stream of a batch. Its own enum, not a [`zrecord::AnyBatch`],
+/// because a dense column keeps its batch shape for array views.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Column {
     /// A dense stream: one `(B, *item_shape)` buffer.
@@ -14,11 +15,38 @@ pub enum Column {
 }
 
 impl Column {
-    pub(crate) fn new_dense(dtype: DType) -> Column {
-        Column::Dense(DenseColumn {
-            values: DynVec::new(dtype),
-            shape: Vec::new(),
-        })
+    /// An empty buffer for `stream`'s batches.
+    pub(crate) fn for_stream(stream: &Stream) -> Column {
+        match stream {
+            Stream::Dense(s) => Column::Dense(DenseColumn {
+                values: DynVec::new(s.dtype()),
+                shape: Vec::new(),
+            }),
+            Stream::Ragged(s) => Column::Ragged(DynRaggedBatch::new(s.dtype())),
+        }
+    }
+
+    /// Gathers `indices` of `stream` into this column, reusing its buffers
+    /// (a column of another kind or dtype is replaced). Returns the bytes
+    /// gathered.
+    pub(crate) fn gather(&mut self, stream: &Stream, indices: &[u64]) -> zrecord::Result<u64> {
+        match (stream, &mut *self) {
+            (Stream::Dense(s), Column::Dense(c)) if c.values.dtype() == s.dtype() => {
+                s.gather_into(indices, &mut c.values)?;
+                c.shape.clear();
+                c.shape.push(indices.len());
+                c.shape.extend_from_slice(s.item_shape());
+                Ok(c.values.as_bytes().len() as u64)
+            }
+            (Stream::Ragged(s), Column::Ragged(c)) => {
+                s.gather_into(indices, c)?;
+                Ok(c.values().as_bytes().len() as u64)
+            }
+            (stream, column) => {
+                *column = Column::for_stream(stream);
+                column.gather(stream, indices)
+            }
+        }
     }
 
     /// Dense or ragged.

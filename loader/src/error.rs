@@ -136,15 +136,44 @@ pub enum Error {
         found: DType,
     },
 
-    /// A ragged stream's records cannot be padded into one array (records of
-    /// different ranks, a padded size that overflows).
+    /// A ragged stream's records cannot be padded into one array.
     #[error("stream {stream:?}: cannot pad")]
     Pad {
         /// The stream.
         stream: String,
-        /// Why, from [`zrecord::Padding::pad`].
+        /// Why, from [`Padding::pad`](crate::Padding::pad):
+        /// [`MixedRank`](Error::MixedRank) or [`PaddedTooLarge`](Error::PaddedTooLarge).
         #[source]
-        source: zrecord::Error,
+        source: Box<Error>,
+    },
+
+    /// Records to pad differ in rank: padding needs one.
+    #[error(
+        "record {record} has rank {found}, record 0 has rank {expected}; padding needs one rank"
+    )]
+    MixedRank {
+        /// Position of the offending record in the batch.
+        record: usize,
+        /// The rank of record 0.
+        expected: usize,
+        /// Its rank.
+        found: usize,
+    },
+
+    /// A padded batch would hold more elements than memory can address.
+    #[error("padding to shape {shape:?} overflows")]
+    PaddedTooLarge {
+        /// The padded shape: records, then the extent of each axis.
+        shape: Vec<usize>,
+    },
+
+    /// Values to pad do not hold exactly the elements their layout says.
+    #[error("padding: the layout holds {expected} elements, the values {got}")]
+    PaddingBuffer {
+        /// Elements of the layout.
+        expected: usize,
+        /// Elements given.
+        got: usize,
     },
 
     /// The stream's buffer was already taken out of this batch.

@@ -55,10 +55,10 @@ mod last_batch;
 mod launcher;
 mod loader;
 mod packing;
+mod padding;
 mod plan;
 mod pool;
 mod state;
-mod stream;
 
 pub use bad_records::{BadRecords, RecordError};
 pub use batch::{Batch, RaggedView};
@@ -74,7 +74,8 @@ pub use packing::{
     Cursor, DEFAULT_WINDOW, Documents, PackedBatch, PackedLoader, PackedLoaderBuilder, PackedState,
     Packer, Packing,
 };
+pub use padding::{PaddedBatch, Padding};
 pub use plan::Plan;
 pub use state::LoaderState;
-pub use stream::Stream;
+pub use zrecord::Stream;
 pub use zsampler::{Mode, SamplerState};

@@ -422,7 +422,7 @@ impl<T> Job<T> {
         let (start, io) = (Instant::now(), IoStats::this_thread());
         let mut bytes = 0;
         for ((name, stream), column) in self.names.iter().zip(&self.streams).zip(&mut columns) {
-            match stream.gather_into(&indices, column) {
+            match column.gather(stream, &indices) {
                 Ok(n) => bytes += n,
                 Err(source) => {
                     self.pool
@@ -453,6 +453,7 @@ impl<T> Job<T> {
         }
         let batch = Batch {
             step,
+            first_position: self.sampler.local_offset(),
             indices,
             names: Arc::clone(&self.names),
             columns: columns.into_iter().map(Some).collect(),

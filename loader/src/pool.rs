@@ -47,7 +47,7 @@ impl Pool {
                     self.counters
                         .buffers_allocated
                         .fetch_add(1, Ordering::Relaxed);
-                    stream.new_column()
+                    Column::for_stream(stream)
                 }
             })
             .collect();

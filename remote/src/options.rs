@@ -128,13 +128,10 @@ impl RemoteOptions {
     /// Without a cache, reads of one batch whose gap is at most `bytes` are
     /// fetched by one request that also fetches the gap (default 256 KiB).
     ///
-    /// A request costs a round trip, a gap costs bandwidth. On a loopback
-    /// S3 server (about 10 ms a request), iid batches of 784 B records and
-    /// of token sequences from 15 MB stores took 45 and 99 ms a batch at
-    /// 256 KiB, 25 and 24 ms at 1 MiB, and 596 and 262 ms at 64 KiB; 1 MiB
-    /// fetched 79× and 150× the records' bytes, 256 KiB 75× and 73×. Raise
-    /// it where requests are dear and bandwidth is not; lower it to save
-    /// bandwidth on sparse reads.
+    /// A request costs a round trip, a gap costs bandwidth: raise it where
+    /// requests are dear and bandwidth is not; lower it to save bandwidth
+    /// on sparse reads. (BENCHMARKS.md shows the trade on a loopback S3
+    /// server.)
     pub fn merge_gap(mut self, bytes: u64) -> Self {
         self.merge_gap = bytes;
         self

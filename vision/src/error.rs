@@ -83,7 +83,7 @@ impl Error {
     /// let good = zrecord_vision::testing::png_rgb(8, 8, 1);
     /// let transform = Transform::center_crop(8, 8);
     /// let mut out = vec![0f32; 2 * transform.image_len()];
-    /// let key = BatchKey { seed: 0, step: 0, records: &[] };
+    /// let key = BatchKey { seed: 0, step: 0, first_position: 0, records: &[] };
     /// let e = transform.batch_f32([&good[..], &good[..20]], key, &mut out).unwrap_err();
     /// assert_eq!(e.bad_image(), Some(1));
     /// let e = Transform::center_crop(4, 8).batch_f32([&good[..]], key, &mut out[..192]).unwrap_err();

@@ -16,7 +16,7 @@
 //! let eval = Transform::center_crop(256, 224).normalize(IMAGENET_MEAN, IMAGENET_STD);
 //!
 //! let mut batch = vec![0f32; 2 * train.image_len()]; // (2, 3, 224, 224)
-//! let blanked = train.batch_f32([&encoded[..], &encoded[..]], BatchKey { seed: 1, step: 0, records: &[] }, &mut batch)?;
+//! let blanked = train.batch_f32([&encoded[..], &encoded[..]], BatchKey { seed: 1, step: 0, first_position: 0, records: &[] }, &mut batch)?;
 //! assert!(blanked.is_empty());
 //! // Two positions, two different crops of the same photo.
 //! assert_ne!(batch[..train.image_len()], batch[train.image_len()..]);

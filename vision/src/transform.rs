@@ -57,8 +57,9 @@ pub enum OnCorrupt {
 /// → horizontal flip → normalise, into `f32` CHW or `u8` HWC.
 ///
 /// Random choices (crop, flip) are a pure function of `(seed, step,
-/// position in batch)`: the same three numbers give the same pixels on any
-/// thread, in any order, after any resume.
+/// position in the global batch)`: the same three numbers give the same
+/// pixels on any thread, in any order, after any resume, on any rank of any
+/// world size.
 ///
 /// Each thread keeps its decode and resize buffers, so a worker that
 /// transforms many images allocates only when an image is larger than any
@@ -71,7 +72,7 @@ pub enum OnCorrupt {
 /// # let photos = [zrecord_vision::testing::png_rgb(64, 48, 1), zrecord_vision::testing::png_rgb(40, 40, 2)];
 /// let train = Transform::random_resized_crop(32).flip(0.5).normalize(IMAGENET_MEAN, IMAGENET_STD);
 /// let mut batch = vec![0f32; photos.len() * train.image_len()]; // (B, 3, 32, 32)
-/// let key = BatchKey { seed: 7, step: 0, records: &[] };
+/// let key = BatchKey { seed: 7, step: 0, first_position: 0, records: &[] };
 /// train.batch_f32(photos.iter().map(|p| p.as_slice()), key, &mut batch)?;
 ///
 /// // The same key gives the same crops.
@@ -100,6 +101,11 @@ pub struct BatchKey<'a> {
     pub seed: u64,
     /// The batch's step.
     pub step: u64,
+    /// The position of its first image in the step's global batch: a rank's
+    /// offset (`zrecord_loader::Batch::first_position`), 0 for one process.
+    /// Image `k` draws its choices at position `first_position + k`, so the
+    /// ranks of any world size together make the crops one process would.
+    pub first_position: u64,
     /// Record index of each position, or empty.
     pub records: &'a [u64],
 }
@@ -354,7 +360,7 @@ impl Transform {
         for (position, encoded) in images.into_iter().enumerate() {
             count += 1;
             let Some(slot) = slots.next() else { continue };
-            let rng = ImageRng::new(key.seed, key.step, position as u64);
+            let rng = ImageRng::new(key.seed, key.step, key.first_position + position as u64);
             let result = self.render(encoded, rng, |rgb, flip| write(rgb, flip, slot));
             if let Err(source) = result {
                 let invalid = matches!(source, Error::InvalidArgument(_));

@@ -95,6 +95,7 @@ fn a_failing_batch_names_step_position_and_record() {
     let key = BatchKey {
         seed: 1,
         step: 41,
+        first_position: 0,
         records: &[7, 8, 9],
     };
     let error = transform
@@ -119,6 +120,7 @@ fn blank_policy_zeroes_the_slot_and_counts_it() {
     let key = BatchKey {
         seed: 1,
         step: 0,
+        first_position: 0,
         records: &[],
     };
     let blanked = transform
@@ -144,6 +146,7 @@ fn a_buffer_of_the_wrong_size_is_an_error() {
     let key = BatchKey {
         seed: 0,
         step: 0,
+        first_position: 0,
         records: &[],
     };
     assert!(matches!(

@@ -9,6 +9,7 @@ fn key(seed: u64, step: u64) -> BatchKey<'static> {
     BatchKey {
         seed,
         step,
+        first_position: 0,
         records: &[],
     }
 }

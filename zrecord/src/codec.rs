@@ -18,10 +18,9 @@ use crate::{Error, Result};
 /// zstd level of the `zstd` codec.
 pub const ZSTD_LEVEL: i32 = 3;
 /// zstd level of the `zstd_dict` codec: the fastest level whose ratio with
-/// the default dictionary tier is within 3 % of level 19's on the benchmark
-/// workloads' small records (784-byte images, token sequences), at 6–15× its
-/// write speed (`compare --only levels`; level 5 came out 3.2 % short on the
-/// token sequences).
+/// the default dictionary tier is within 3 % of level 19's on small records
+/// (784-byte images, token sequences), at a several times higher write
+/// speed.
 pub const ZSTD_DICT_LEVEL: i32 = 6;
 
 /// How a store encodes its records. One per store, fixed at creation.

@@ -288,26 +288,6 @@ pub enum Error {
         reason: String,
     },
 
-    /// Ragged records of different ranks cannot be padded into one array.
-    #[error(
-        "record {record} has rank {found}, record 0 has rank {expected}; padding needs one rank"
-    )]
-    MixedRank {
-        /// Position of the offending record in the batch.
-        record: usize,
-        /// The rank of record 0.
-        expected: usize,
-        /// Its rank.
-        found: usize,
-    },
-
-    /// A padded batch would hold more elements than memory can address.
-    #[error("padding to shape {shape:?} overflows")]
-    PaddedTooLarge {
-        /// The padded shape: records, then the extent of each axis.
-        shape: Vec<usize>,
-    },
-
     /// An invalid argument that no other variant describes.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

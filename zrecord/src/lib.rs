@@ -107,14 +107,13 @@ mod handle;
 mod hooks;
 mod lengths;
 mod options;
-mod padding;
 mod ragged;
 mod ragged_batch;
 pub mod storage;
 
 pub use any_store::{AnyBatch, AnyStore, Schema};
 pub use codec::{Codec, DictTier, Dictionary, ZSTD_DICT_LEVEL, ZSTD_LEVEL, train_dict};
-pub use dataset::{AnyShards, Dataset, DenseShards, RaggedShards, shard_folder};
+pub use dataset::{Dataset, DenseShards, RaggedShards, Stream, shard_folder};
 pub use dense::{DenseStore, DynDenseStore};
 pub use dtype::{DType, Element, StoreKind};
 pub use dyn_vec::DynVec;
@@ -133,7 +132,6 @@ pub use format::{FORMAT_VERSION, OLDEST_FORMAT_VERSION};
 pub use handle::StoreHandle;
 pub use lengths::LengthStats;
 pub use options::{Location, OpenOptions};
-pub use padding::{PaddedBatch, Padding};
 pub use ragged::{DynRaggedStore, RaggedStore};
 /// Not API: the hold points the crash tests kill at (feature `internals`).
 #[cfg(feature = "internals")]

@@ -220,6 +220,7 @@ fn loader(
             let key = BatchKey {
                 seed: SEED,
                 step: batch.step(),
+                first_position: batch.first_position(),
                 records: batch.indices(),
             };
             let blanked = transform.batch_f32(images, key, &mut values)?.len();

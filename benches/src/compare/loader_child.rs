@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use zrecord::{DenseStore, PaddedBatch, Padding, RaggedBatch, RaggedStore};
+use zrecord::{DenseStore, RaggedBatch, RaggedStore};
 use zrecord_loader::{Batch, Counters, Loader, LoaderBuilder, Mode};
+use zrecord_loader::{PaddedBatch, Padding};
 use zsampler::Sampler;
 
 use super::Result;

@@ -9,8 +9,9 @@
 
 use burn::tensor::kind::{Basic, Kind, TensorKind};
 use burn::tensor::{Bool, DType as BurnDType, Device, Int, Tensor, TensorData};
-use zrecord::{DType, DynVec, PaddedBatch, Padding};
+use zrecord::{DType, DynVec};
 use zrecord_loader::Batch;
+use zrecord_loader::{PaddedBatch, Padding};
 
 use crate::{Error, Result};
 
@@ -190,7 +191,7 @@ pub struct Padded<const D: usize, K: Basic = Int> {
 /// Pads ragged stream `name` of `batch` into a `Tensor<D, K>` plus lengths
 /// and mask. Records must share one rank, `D - 1`. `padding` is a fill value
 /// (every axis padded to the batch's largest extent) or a
-/// [`Padding`](zrecord::Padding) that caps or fixes the sequence length.
+/// [`Padding`](zrecord_loader::Padding) that caps or fixes the sequence length.
 ///
 /// The loader pads ([`Batch::padded`]); every element is written once into
 /// the padded buffer, which then becomes the tensor's storage without a
@@ -198,7 +199,8 @@ pub struct Padded<const D: usize, K: Basic = Int> {
 ///
 /// ```
 /// use burn::tensor::{Device, Int};
-/// use zrecord::{Codec, Padding, RaggedStore};
+/// use zrecord::{Codec, RaggedStore};
+/// use zrecord_loader::Padding;
 /// use zrecord_loader::{Loader, Mode};
 /// # let dir = tempfile::tempdir()?;
 ///

@@ -69,6 +69,7 @@ pub fn image_tensor(
     let key = BatchKey {
         seed,
         step: batch.step(),
+        first_position: batch.first_position(),
         records: batch.indices(),
     };
     transform.batch_f32(records, key, &mut values)?;

@@ -54,6 +54,7 @@ pub fn image_tensor(
     let key = BatchKey {
         seed,
         step: batch.step(),
+        first_position: batch.first_position(),
         records: batch.indices(),
     };
     transform_into_tensor(view.values(), view.layout(), transform, key, device)
@@ -143,6 +144,7 @@ where
         let key = BatchKey {
             seed: 0,
             step: 0,
+            first_position: 0,
             records: ids,
         };
         transform_into_tensor(values, batch.layout(), &self.transform, key, &self.device)

@@ -38,7 +38,7 @@
 //! Records of any one rank pad: every axis is padded to the largest extent in
 //! the batch, so rank-1 records `(Lᵢ,)` give `(B, max Lᵢ)` and rank-2
 //! records `(Hᵢ, Wᵢ)` give `(B, max Hᵢ, max Wᵢ)`, each record in the top-left
-//! corner of its slot; a [`zrecord::Padding`] caps or fixes the sequence
+//! corner of its slot; a [`zrecord_loader::Padding`] caps or fixes the sequence
 //! length instead. Records of different ranks in one batch are an error.
 //! `lengths` is each record's extent along its first axis (`u32`), `mask` is
 //! `1u8` where `values` holds a record's element.

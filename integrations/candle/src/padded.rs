@@ -1,8 +1,9 @@
 //! Ragged records padded into one tensor, with lengths and a mask.
 
 use candle_core::{Device, Tensor};
-use zrecord::{DynVec, Element, PaddedBatch, Padding, RaggedLayout};
+use zrecord::{DynVec, Element, RaggedLayout};
 use zrecord_loader::Batch;
+use zrecord_loader::{PaddedBatch, Padding};
 
 use crate::convert::to_tensor;
 use crate::{Error, Result};
@@ -34,7 +35,8 @@ pub struct Padded {
 ///
 /// ```
 /// use candle_core::Device;
-/// use zrecord::{Codec, Padding, RaggedStore};
+/// use zrecord::{Codec, RaggedStore};
+/// use zrecord_loader::Padding;
 /// use zrecord_loader::{Loader, Mode};
 /// # let dir = tempfile::tempdir()?;
 ///

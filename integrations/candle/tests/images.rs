@@ -39,6 +39,7 @@ fn a_loader_batch_becomes_the_tensor_the_transform_writes() {
     let key = BatchKey {
         seed: 9,
         step: 1,
+        first_position: 0,
         records: &[],
     };
     transform.batch_f32(images, key, &mut expected).unwrap();

@@ -41,6 +41,7 @@
 
 mod manifest;
 mod shards;
+mod stream;
 
 use std::fs;
 use std::io::Write;
@@ -49,6 +50,7 @@ use std::sync::Arc;
 
 pub use manifest::{MANIFEST_FILE, MANIFEST_VERSION, Manifest, ManifestShard, ManifestStream};
 pub use shards::{DenseShards, RaggedShards, ShardStore, Shards};
+pub use stream::Stream;
 
 use crate::{AnyStore, Error, Result};
 
@@ -64,52 +66,12 @@ pub fn shard_folder(k: u64, n: u64) -> String {
     format!("shard-{k:05}-of-{n:05}")
 }
 
-/// One stream of a dataset: dense or ragged shards.
-#[derive(Clone, Debug)]
-pub enum AnyShards {
-    /// A dense stream.
-    Dense(DenseShards),
-    /// A ragged stream.
-    Ragged(RaggedShards),
-}
-
-impl AnyShards {
-    /// The dense shards, if the stream is dense.
-    pub fn as_dense(&self) -> Option<&DenseShards> {
-        match self {
-            AnyShards::Dense(s) => Some(s),
-            AnyShards::Ragged(_) => None,
-        }
-    }
-
-    /// The ragged shards, if the stream is ragged.
-    pub fn as_ragged(&self) -> Option<&RaggedShards> {
-        match self {
-            AnyShards::Ragged(s) => Some(s),
-            AnyShards::Dense(_) => None,
-        }
-    }
-
-    /// Records in all shards.
-    pub fn len(&self) -> u64 {
-        match self {
-            AnyShards::Dense(s) => s.len(),
-            AnyShards::Ragged(s) => s.len(),
-        }
-    }
-
-    /// Whether the shards hold no records.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
 /// A sharded dataset, open for reading: see the [module](self) docs.
 #[derive(Clone, Debug)]
 pub struct Dataset {
     location: PathBuf,
     manifest: Manifest,
-    streams: Vec<(String, AnyShards)>,
+    streams: Vec<(String, Stream)>,
 }
 
 impl Dataset {
@@ -270,9 +232,9 @@ impl Dataset {
             }
             let path = location.join(&stream.name);
             let shards = if dense.is_empty() {
-                AnyShards::Ragged(RaggedShards::new(path, ragged)?)
+                Stream::Ragged(Arc::new(RaggedShards::new(path, ragged)?))
             } else {
-                AnyShards::Dense(DenseShards::new(path, dense)?)
+                Stream::Dense(Arc::new(DenseShards::new(path, dense)?))
             };
             streams.push((stream.name.clone(), shards));
         }
@@ -317,17 +279,17 @@ impl Dataset {
     }
 
     /// The stream called `name`.
-    pub fn stream(&self, name: &str) -> Option<&AnyShards> {
+    pub fn stream(&self, name: &str) -> Option<&Stream> {
         self.streams.iter().find(|(n, _)| n == name).map(|(_, s)| s)
     }
 
     /// The streams, in manifest order.
-    pub fn streams(&self) -> impl Iterator<Item = (&str, &AnyShards)> {
+    pub fn streams(&self) -> impl Iterator<Item = (&str, &Stream)> {
         self.streams.iter().map(|(n, s)| (n.as_str(), s))
     }
 
     /// The streams, named, in manifest order.
-    pub fn into_streams(self) -> Vec<(String, AnyShards)> {
+    pub fn into_streams(self) -> Vec<(String, Stream)> {
         self.streams
     }
 }

@@ -2,15 +2,13 @@
 //! apart because its fast path needs `unsafe`.
 //!
 //! glibc copies blocks of a few KiB and up with `rep movsb`, whose speed on
-//! the AMD EPYC we measure on swings with the relative alignment of source
-//! and destination: 256 KiB records copied in random order ran at 3.2 GB/s
-//! into a destination 8 bytes past a page boundary, 5.8 GB/s at 16 bytes,
-//! 10 GB/s when both were page-aligned. Store records sit on page
-//! boundaries and a `Vec`'s buffer 16 bytes past one, so a raw gather hit
-//! the slow case. A loop of 16-byte vector moves copies at 11 GB/s for every
-//! alignment; with non-temporal stores, which do not first read the
-//! destination lines they overwrite, at 14.5 GB/s. Those stores bypass the
-//! cache, so they are only used for batches far larger than it.
+//! some CPUs (AMD Zen among them) swings with the relative alignment of
+//! source and destination, up to threefold. Store records sit on page
+//! boundaries and a `Vec`'s buffer 16 bytes past one, which is a slow case.
+//! A loop of 16-byte vector moves copies at one speed for every alignment,
+//! and with non-temporal stores, which do not first read the destination
+//! lines they overwrite, faster still. Those stores bypass the cache, so
+//! they are only used for batches far larger than it.
 
 /// Records at least this long are copied with the vector loop.
 pub(crate) const LARGE_RECORD: usize = 4096;

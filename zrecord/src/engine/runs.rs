@@ -7,10 +7,8 @@
 //! table entry is a cache miss of its own, in a table too large for the
 //! cache, that must arrive before the record's bytes can be fetched. The
 //! index keeps 8 bytes per page of 256 entries (4 KiB of table): 3 MiB for
-//! 100 million records, so the part a gather uses stays in cache. With the
-//! pipelined copy, a raw gather of 784-byte records went from 0.66-0.77x to
-//! 0.86-1.06x (median 0.96x) of the fastest memory-mapped array in the
-//! benchmark harness.
+//! 100 million records, so the part a gather uses stays in cache and the
+//! record's bytes can be fetched without waiting for its entry.
 //!
 //! A page is classified the first time a gather needs one of its records
 //! and all of its entries are committed. Every entry is checked against the

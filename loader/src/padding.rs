@@ -1,7 +1,9 @@
 //! Ragged records padded into one dense array — the part every tensor
 //! library needs (extents, strides, the row walk, the mask), written once.
 
-use crate::{Element, Error, RaggedLayout, Result};
+use zrecord::{Element, RaggedLayout};
+
+use crate::{Error, Result};
 
 /// How a batch of ragged records becomes one dense array: the fill value,
 /// and how long the first axis (the sequence axis) is.
@@ -16,7 +18,8 @@ use crate::{Element, Error, RaggedLayout, Result};
 /// functions that take `impl Into<Padding<T>>` accept either.
 ///
 /// ```
-/// use zrecord::{Padding, RaggedBatch};
+/// use zrecord::RaggedBatch;
+/// use zrecord_loader::Padding;
 ///
 /// let mut tokens = RaggedBatch::<u32>::new();
 /// tokens.push(&[3], &[5, 6, 7])?;
@@ -30,7 +33,7 @@ use crate::{Element, Error, RaggedLayout, Result};
 /// assert_eq!((short.values.as_slice(), short.lengths.as_slice()), (&[5, 6, 8, 0][..], &[2, 1][..]));
 /// let wide = Padding::new(9).fixed_len(4).pad(tokens.values(), tokens.layout())?;
 /// assert_eq!(wide.values, [5, 6, 7, 9, 8, 9, 9, 9]);
-/// # Ok::<(), zrecord::Error>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Padding<T> {
@@ -84,18 +87,18 @@ impl<T: Element> Padding<T> {
     }
 
     /// Pads the packed records `values`, laid out by `layout` (a
-    /// [`RaggedBatch`](crate::RaggedBatch)'s `values()` and `layout()`, or a
+    /// [`RaggedBatch`](zrecord::RaggedBatch)'s `values()` and `layout()`, or a
     /// loader batch's ragged view), into one array of shape
     /// `(B, e₀, e₁, …)`. Every element is written once.
     ///
     /// # Errors
-    /// [`Error::BufferLength`] unless `values` holds exactly the layout's
+    /// [`Error::PaddingBuffer`] unless `values` holds exactly the layout's
     /// elements; [`Error::MixedRank`] when the records differ in rank;
     /// [`Error::PaddedTooLarge`] when the padded array would hold more
     /// elements than memory can address.
     pub fn pad(&self, values: &[T], layout: &RaggedLayout) -> Result<PaddedBatch<T>> {
         if values.len() != layout.total() {
-            return Err(Error::BufferLength {
+            return Err(Error::PaddingBuffer {
                 expected: layout.total(),
                 got: values.len(),
             });
@@ -249,7 +252,7 @@ fn copy_run<T: Copy>(run: &[T], dst: &mut [T], flags: &mut [bool]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::RaggedBatch;
+    use zrecord::RaggedBatch;
 
     fn batch<T: Element>(records: &[(&[usize], &[T])]) -> RaggedBatch<T> {
         let mut b = RaggedBatch::new();
@@ -318,7 +321,7 @@ mod tests {
         ));
         assert!(matches!(
             Padding::new(0).pad(&[1], b.layout()),
-            Err(Error::BufferLength {
+            Err(Error::PaddingBuffer {
                 expected: 3,
                 got: 1
             })
