@@ -1,15 +1,12 @@
 //! MNIST on real data sets: zrecord's IDX reader and the `burn_mnist`
 //! example on `$ZRECORD_DATA/mnist`, `$ZRECORD_DATA/fashion-mnist`, … (by
-//! default a `shared/data` folder beside the checkout). Each test skips,
-//! saying why, when the files are absent.
+//! default the checkout's `data/` folder: see `.cargo/config.toml`). Each
+//! test skips, saying why, when the files are absent.
 
 use std::path::{Path, PathBuf};
 
 fn shared(sub: &str) -> Option<PathBuf> {
-    let root = std::env::var_os("ZRECORD_DATA").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data"),
-        PathBuf::from,
-    );
+    let root = std::env::var_os("ZRECORD_DATA").map_or_else(|| "data".into(), PathBuf::from);
     let dir = root.join(sub);
     if dir.is_dir() {
         Some(dir)

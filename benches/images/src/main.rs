@@ -20,7 +20,7 @@
 //! cargo run --release -p zrecord-bench-images -- [--photos DIR] [--images N] [--python python3 | --no-python] [--quick]
 //! ```
 //!
-//! `--photos` defaults to `$ZRECORD_BENCH_PHOTOS`; without photos the
+//! `--photos` defaults to `$ZRECORD_DATA/images`; without photos the
 //! benchmark prints why and stops.
 
 use std::path::{Path, PathBuf};
@@ -41,7 +41,7 @@ const SEED: u64 = 90;
 #[derive(clap::Parser)]
 struct Options {
     /// A folder of JPEG/PNG photographs the images are cut from
-    /// (default: `$ZRECORD_BENCH_PHOTOS`).
+    /// (default: `$ZRECORD_DATA/images`).
     #[arg(long)]
     photos: Option<PathBuf>,
     /// Images in the benchmark set.
@@ -61,9 +61,9 @@ struct Options {
 impl Options {
     fn photos(&self) -> PathBuf {
         self.photos.clone().unwrap_or_else(|| {
-            std::env::var_os("ZRECORD_BENCH_PHOTOS")
-                .map(PathBuf::from)
-                .unwrap_or_default()
+            std::env::var_os("ZRECORD_DATA")
+                .map_or_else(|| "data".into(), PathBuf::from)
+                .join("images")
         })
     }
 
@@ -330,8 +330,8 @@ fn main() -> Result<(), BoxError> {
             format!("in {}", photos.display())
         };
         println!(
-            "images: skipped, no photographs {place} (pass --photos DIR or set \
-             $ZRECORD_BENCH_PHOTOS: a folder of JPEG/PNG photos, e.g. scikit-image's data folder)"
+            "images: skipped, no photographs {place} (pass --photos DIR or fill \
+             $ZRECORD_DATA/images with JPEG/PNG photos, e.g. scikit-image's data folder)"
         );
         return Ok(());
     }

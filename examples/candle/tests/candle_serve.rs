@@ -1,6 +1,6 @@
 //! The `candle_serve` path end to end, in-process: train the digit
-//! classifier from stores (synthetic digits; MNIST too when the
-//! `shared/data` folder beside the checkout has it), save and reload its
+//! classifier from stores (synthetic digits; MNIST too when
+//! `$ZRECORD_DATA/mnist` has it), save and reload its
 //! weights as safetensors, serve it on an ephemeral loopback port and check
 //! that every answer to concurrent requests equals offline batched
 //! inference of the same ids.
@@ -210,7 +210,9 @@ fn a_missing_or_damaged_weights_file_is_an_error() {
 
 #[test]
 fn mnist_test_split_trains_and_serves() {
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/mnist");
+    let data = std::env::var_os("ZRECORD_DATA")
+        .map_or_else(|| "data".into(), std::path::PathBuf::from)
+        .join("mnist");
     if !data.is_dir() {
         println!("skipped: {} is absent", data.display());
         return;
