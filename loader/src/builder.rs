@@ -107,7 +107,7 @@ impl<T: Send + 'static> LoaderBuilder<T> {
     /// ```
     pub fn dataset(mut self, dataset: zrecord::Dataset) -> Self {
         for (name, shards) in dataset.into_streams() {
-            self.streams.push((name, shards.into()));
+            self.streams.push((name, shards));
         }
         self
     }

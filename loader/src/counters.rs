@@ -57,13 +57,20 @@ pub struct CounterSnapshot {
     pub consumer_wait: Duration,
     /// Stream buffers allocated rather than recycled.
     pub buffers_allocated: u64,
-    /// Stores in object storage: blocks the gathers found in the local cache.
+    /// Stores in object storage read through a node cache: cache **blocks**
+    /// (of [`RemoteOptions::block_bytes`], 1 MiB by default — not records)
+    /// the gathers found in the local cache. A record spanning two blocks
+    /// counts two; many records in one block count one.
+    ///
+    /// [`RemoteOptions::block_bytes`]: https://docs.rs/zrecord-remote/latest/zrecord_remote/struct.RemoteOptions.html#method.block_bytes
     pub cache_hits: u64,
-    /// Blocks they fetched from object storage.
+    /// Cache blocks the gathers fetched from object storage (as `cache_hits`
+    /// counts them); without a cache, zero (see `fetched_bytes`).
     pub cache_misses: u64,
-    /// Bytes they fetched from object storage.
+    /// Bytes fetched from object storage (whole blocks with a cache, merged
+    /// ranges without): compare with `bytes_gathered` for the overhead.
     pub fetched_bytes: u64,
-    /// Bytes evicted from the local cache to make room for them.
+    /// Bytes evicted from the local cache to make room for the fetched ones.
     pub evicted_bytes: u64,
     /// Records replaced by substitutes in the batches delivered, under
     /// [`BadRecords::Skip`](crate::BadRecords::Skip): each time a record is

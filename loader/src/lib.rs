@@ -79,3 +79,8 @@ pub use plan::Plan;
 pub use state::LoaderState;
 pub use zrecord::Stream;
 pub use zsampler::{Mode, SamplerState};
+
+// The README's examples run as doc tests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+struct ReadmeDoctests;

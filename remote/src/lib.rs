@@ -65,3 +65,8 @@ pub use options::RemoteOptions;
 pub use remote::Remote;
 pub use stats::CacheStats;
 pub use transfer::{TransferReport, pull, push};
+
+// The README's examples run as doc tests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+struct ReadmeDoctests;

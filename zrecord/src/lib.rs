@@ -165,3 +165,8 @@ pub fn repair(path: impl AsRef<std::path::Path>) -> Result<RepairReport> {
 pub mod gather_policy {
     pub use crate::engine::{PARALLEL_COPY_BYTES, PIECES_PER_THREAD};
 }
+
+// The README's examples run as doc tests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+struct ReadmeDoctests;

@@ -69,7 +69,7 @@ impl StoreDataLoaderBuilder {
     /// Adds every stream of a sharded dataset: see [`LoaderBuilder::dataset`].
     pub fn dataset(mut self, dataset: zrecord::Dataset) -> Self {
         for (name, shards) in dataset.into_streams() {
-            self.streams.push((name, shards.into()));
+            self.streams.push((name, shards));
         }
         self
     }

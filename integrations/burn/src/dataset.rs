@@ -236,7 +236,7 @@ impl StoreDatasetBuilder {
     /// its global indices.
     pub fn dataset(mut self, dataset: zrecord::Dataset) -> Self {
         for (name, shards) in dataset.into_streams() {
-            self.streams.push((name, shards.into()));
+            self.streams.push((name, shards));
         }
         self
     }

@@ -109,8 +109,13 @@ pub use packed::{PackedTensors, block_causal_mask, packed_tensors};
 #[cfg(feature = "train")]
 pub use report::EpochReport;
 pub use zrecord_loader::{
-    BadRecords, Batch, CounterSnapshot, LastBatch, LoaderConfig, Mode, Stream,
+    BadRecords, Batch, CounterSnapshot, LastBatch, LoaderConfig, Mode, Padding, Stream,
 };
 /// Image transforms for the converter: decode, crop, flip, normalise (feature `vision`).
 #[cfg(feature = "vision")]
 pub use zrecord_vision as vision;
+
+// The README's examples run as doc tests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+struct ReadmeDoctests;

@@ -26,7 +26,7 @@ fn pixels(images: &Stream, rank: u64, world: u64) -> Vec<Vec<f32>> {
     let mut out = Vec::new();
     for _ in 0..2 {
         for x in loader.iter() {
-            out.push(x.unwrap().into_data().into_vec::<f32>().unwrap());
+            out.push(x.unwrap().into_data().try_into_vec::<f32>().unwrap());
         }
     }
     out

@@ -147,3 +147,8 @@ pub use zrecord_loader::Batch;
 /// Image transforms: decode, crop, flip, normalise (feature `vision`).
 #[cfg(feature = "vision")]
 pub use zrecord_vision as vision;
+
+// The README's examples run as doc tests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+struct ReadmeDoctests;
