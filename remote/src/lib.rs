@@ -64,4 +64,4 @@ pub use error::{Error, Result};
 pub use options::RemoteOptions;
 pub use remote::Remote;
 pub use stats::CacheStats;
-pub use transfer::{TransferReport, pull, push};
+pub use transfer::{TransferReport, list, pull, push};
