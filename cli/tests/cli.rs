@@ -698,46 +698,6 @@ fn the_zstd_level_is_chosen_on_import_and_recode() {
 }
 
 #[test]
-fn push_and_pull_run_zrecord_remote_or_say_how_to_install_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let run = |path: &std::path::Path, args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_zrecord"))
-            .args(args)
-            .env("PATH", path)
-            .output()
-            .unwrap()
-    };
-    let out = run(dir.path(), &["push", "a", "s3://b/c"]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("cargo install zrecord-remote --features cli"),
-        "{err}"
-    );
-
-    // A stand-in that records its arguments and fails as the real one would.
-    let fake = dir.path().join("zrecord-remote");
-    let log = dir.path().join("args");
-    fs::write(
-        &fake,
-        format!("#!/bin/sh\necho \"$@\" > {}\nexit 3\n", log.display()),
-    )
-    .unwrap();
-    let mut perms = fs::metadata(&fake).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    fs::set_permissions(&fake, perms).unwrap();
-    let out = run(
-        dir.path(),
-        &["pull", "s3://b/c", "local", "--option", "k=v"],
-    );
-    assert_eq!(out.status.code(), Some(3));
-    assert_eq!(
-        fs::read_to_string(&log).unwrap(),
-        "pull s3://b/c local --option k=v\n"
-    );
-}
-
-#[test]
 fn a_closed_pipe_ends_the_command_without_a_panic() {
     use std::process::Stdio;
     let dir = tempfile::tempdir().unwrap();

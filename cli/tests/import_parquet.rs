@@ -458,3 +458,90 @@ fn a_damaged_row_group_fails_the_import_and_leaves_nothing() {
     );
     assert_eq!(listing(tmp.path()), ["t.parquet"], "nothing left behind");
 }
+
+/// The tokenizer these tests use: an OpenAI encoding where the build has
+/// them, bytes otherwise.
+fn a_tokenizer() -> &'static str {
+    if cfg!(feature = "tiktoken") {
+        "cl100k_base"
+    } else {
+        "bytes"
+    }
+}
+
+#[test]
+fn a_tokenizer_makes_string_columns_the_tokens_import_text_makes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("t.parquet");
+    written(&input, 300, None, None);
+    let plain = tmp.path().join("plain");
+    import(&input, &plain, &["--columns", "s"]);
+    let texts = strings(&plain.join("s"));
+
+    let tokens = tmp.path().join("tokens");
+    import(
+        &input,
+        &tokens,
+        &[
+            "--tokenizer",
+            a_tokenizer(),
+            "--dtype",
+            "u32",
+            "--columns",
+            "s,a",
+        ],
+    );
+    // Numbers are untouched.
+    assert!(matches!(
+        AnyStore::open(tokens.join("a")).unwrap(),
+        AnyStore::Dense(_)
+    ));
+    // The same documents through `import text` (JSON Lines, so empty
+    // strings stay documents) give the same records.
+    let jsonl = tmp.path().join("t.jsonl");
+    let lines: Vec<String> = texts
+        .iter()
+        .map(|t| serde_json::json!({ "text": t }).to_string())
+        .collect();
+    std::fs::write(&jsonl, lines.join("\n") + "\n").unwrap();
+    let text_store = tmp.path().join("text");
+    ok(&[
+        "import",
+        "text",
+        jsonl.to_str().unwrap(),
+        text_store.to_str().unwrap(),
+        "--tokenizer",
+        a_tokenizer(),
+        "-q",
+    ]);
+    let all: Vec<u64> = (0..300).collect();
+    let open = |p: &Path| match AnyStore::open(p).unwrap() {
+        AnyStore::Ragged(s) => s.gather_dyn(&all).unwrap(),
+        AnyStore::Dense(_) => panic!("a dense store"),
+    };
+    assert_eq!(open(&tokens.join("s")), open(&text_store));
+
+    // The summary names what was tokenised; --dtype alone is refused.
+    let out = ok(&[
+        "import",
+        "parquet",
+        input.to_str().unwrap(),
+        tmp.path().join("u16").to_str().unwrap(),
+        "--tokenizer",
+        "bytes",
+        "--dtype",
+        "u16",
+        "-q",
+    ]);
+    assert!(out.contains("imported 300 rows of 3 columns"), "{out}");
+    assert!(out.contains("tokenised s with bytes"), "{out}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zrecord"))
+        .args(["import", "parquet"])
+        .arg(&input)
+        .arg(tmp.path().join("no"))
+        .args(["--eod", "none"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--tokenizer"));
+}
