@@ -92,7 +92,7 @@ pub(crate) fn check_backend(url: &str) -> Result<()> {
         "az" | "adl" | "azure" | "abfs" | "abfss" => {
             ("azure", cfg!(feature = "azure"), "Azure URLs")
         }
-        "http" | "https" if host.ends_with(".amazonaws.com") || host.contains("amazonaws.com") => {
+        "http" | "https" if host.ends_with("amazonaws.com") => {
             ("s3", cfg!(feature = "s3"), "S3 https:// URLs")
         }
         "http" | "https" if host.ends_with(".windows.net") => {
@@ -456,10 +456,10 @@ fn open_url(url: &str, options: zrecord_remote::RemoteOptions) -> Result<Source>
     let open_store = |relative: &str| -> Result<AnyStore> {
         let at = url_join(url, relative);
         let remote = zrecord_remote::Remote::open(&at, options.clone())?;
-        Ok(OpenOptions::new()
+        OpenOptions::new()
             .read_only(true)
             .open::<AnyStore>(Arc::new(remote))
-            .with_context(|| at.clone())?)
+            .with_context(|| at.clone())
     };
     let (kind, streams) = if has(MANIFEST_FILE) {
         let dataset = zrecord_remote::open_dataset(url, options.clone())?;
@@ -517,6 +517,30 @@ mod tests {
         assert_eq!(parse_bytes("2tb"), Ok(2 << 40));
         assert!(parse_bytes("x").is_err());
         assert!(parse_bytes("99999999999T").is_err());
+    }
+
+    #[test]
+    fn a_url_of_a_backend_not_built_names_the_feature() {
+        for (url, feature, built) in [
+            ("s3://b/p", "s3", cfg!(feature = "s3")),
+            ("gs://b/p", "gcs", cfg!(feature = "gcs")),
+            ("az://b/p", "azure", cfg!(feature = "azure")),
+            ("https://example.org/p", "http", cfg!(feature = "http")),
+        ] {
+            match check_backend(url) {
+                Ok(()) => assert!(built, "{url}"),
+                Err(e) => {
+                    assert!(!built, "{url}: {e}");
+                    let message = e.to_string();
+                    assert!(
+                        message.contains(url) && message.contains(&format!("--features {feature}")),
+                        "{message}"
+                    );
+                }
+            }
+        }
+        assert!(check_backend("file:///tmp/x").is_ok());
+        assert!(check_backend("ftp://h/x").is_err());
     }
 
     #[test]

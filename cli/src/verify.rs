@@ -73,13 +73,19 @@ pub(crate) fn run(args: Args, quiet: bool) -> Result<(), Failure> {
         }
     }
     bar.finish_and_clear();
+    // A dataset's record is one record of each stream: say both counts.
     let across = if stores == 1 {
         String::new()
     } else {
-        format!(" across {stores} stores")
+        let streams: Vec<String> = source
+            .streams
+            .iter()
+            .map(|s| format!("{} {}", s.name, s.len()))
+            .collect();
+        format!(" in {stores} stores ({})", streams.join(", "))
     };
     println!(
-        "ok: {} records, {} logical bytes in {} stored bytes{across}, every frame and location checked",
+        "ok: {} records{across}, {} logical bytes in {} stored bytes, every frame and location checked",
         total.records, total.logical_bytes, total.stored_bytes
     );
     Ok(())
