@@ -1,18 +1,21 @@
-//! `zrecord bench`: random-batch gather throughput of a store on this machine.
+//! `zrecord bench`: random-batch gather throughput of a store, dataset or
+//! folder of stores on this machine (every stream gathers the same indices,
+//! as a loader's batch does).
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use zrecord::storage::{Io, page_cache};
-use zrecord::{AnyStore, OpenOptions};
+use zrecord::{DynRaggedBatch, DynVec};
 
 use crate::progress;
+use crate::source::{RemoteArgs, Source};
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// The store.
-    store: PathBuf,
+    /// A store, a dataset (a folder with dataset.zr), a folder of stores,
+    /// or one of these in object storage (s3://…, gs://…, az://…, https://…).
+    source: String,
     /// Records per batch.
     #[arg(long, default_value_t = 256)]
     batch: usize,
@@ -30,6 +33,8 @@ pub(crate) struct Args {
     /// first batch (no warm-up): reads from the disk, not from memory.
     #[arg(long)]
     cold: bool,
+    #[command(flatten)]
+    remote: RemoteArgs,
 }
 
 /// `--io`: how a store's files are read.
@@ -53,34 +58,81 @@ impl From<IoArg> for Io {
     }
 }
 
+/// A stream's batch, reused from one gather to the next.
+enum Buffer {
+    Dense(DynVec),
+    Ragged(DynRaggedBatch),
+}
+
 /// Above this resident share a "cold" figure would be a warm one.
 const COLD_RESIDENT_LIMIT: f64 = 0.01;
 
 pub(crate) fn run(args: Args, quiet: bool) -> Result<()> {
-    let options = OpenOptions::new().read_only(true).io(args.io.into());
-    let store = options
-        .open::<AnyStore>(&args.store)
-        .with_context(|| args.store.display().to_string())?;
-    if store.is_empty() || args.batch == 0 {
-        bail!("nothing to gather: the store is empty or --batch is 0");
+    let source = Source::open(&args.source, &args.remote, args.io.into())?;
+    let len = source.streams.first().map_or(0, |s| s.len());
+    if len == 0 || args.batch == 0 {
+        bail!(
+            "nothing to gather: {} is empty or --batch is 0",
+            source.shown
+        );
     }
     let mut cold_note = String::new();
     if args.cold {
-        let left = page_cache::evict(&args.store)
-            .with_context(|| format!("evicting {} from the page cache", args.store.display()))?;
-        if left.share() > COLD_RESIDENT_LIMIT {
+        let Some(root) = source.local_path() else {
+            bail!(
+                "--cold drops local files from the page cache; {} is a URL (its reads are remote, \
+                 or from --cache)",
+                source.shown
+            );
+        };
+        let (mut resident, mut total) = (0u64, 0u64);
+        for stream in &source.streams {
+            for relative in &stream.stores {
+                let dir = root.join(relative);
+                let left = page_cache::evict(&dir)
+                    .with_context(|| format!("evicting {} from the page cache", dir.display()))?;
+                resident += left.resident;
+                total += left.total;
+            }
+        }
+        let share = if total == 0 {
+            0.0
+        } else {
+            resident as f64 / total as f64
+        };
+        if share > COLD_RESIDENT_LIMIT {
             bail!(
                 "{:.1} % of the store stayed in the page cache after eviction (mapped and \
                  locked by another process?): a figure now would not be cold",
-                left.share() * 100.0
+                share * 100.0
             );
         }
-        cold_note = format!(", cold: {:.2} % resident before", left.share() * 100.0);
+        cold_note = format!(", cold: {:.2} % resident before", share * 100.0);
     }
-    let mut batch = store.new_batch();
+    let mut outs: Vec<Buffer> = source
+        .streams
+        .iter()
+        .map(|s| match &s.shards {
+            zrecord::Stream::Dense(d) => Buffer::Dense(DynVec::new(d.dtype())),
+            zrecord::Stream::Ragged(r) => Buffer::Ragged(DynRaggedBatch::new(r.dtype())),
+        })
+        .collect();
     let mut gather = |indices: &[u64]| -> Result<u64> {
-        store.gather_into(indices, &mut batch)?;
-        Ok(batch.as_bytes().len() as u64)
+        let mut bytes = 0;
+        for (stream, out) in source.streams.iter().zip(&mut outs) {
+            bytes += match (&stream.shards, out) {
+                (zrecord::Stream::Dense(d), Buffer::Dense(buf)) => {
+                    d.gather_into(indices, buf)?;
+                    buf.as_bytes().len()
+                }
+                (zrecord::Stream::Ragged(r), Buffer::Ragged(batch)) => {
+                    r.gather_into(indices, batch)?;
+                    batch.values().as_bytes().len()
+                }
+                _ => bail!("internal error: a stream's buffer is of the other kind"),
+            } as u64;
+        }
+        Ok(bytes)
     };
     let mut rng = 0x2545_F491_4F6C_DD1Du64;
     let mut indices = vec![0u64; args.batch];
@@ -92,14 +144,14 @@ pub(crate) fn run(args: Args, quiet: bool) -> Result<()> {
     let bar = progress::records(quiet, args.batches + warmup, "bench");
     let (mut bytes, mut times) = (0u64, Vec::with_capacity(args.batches as usize));
     for b in 0..warmup + args.batches {
-        let blocks = store.len().div_ceil(args.block);
+        let blocks = len.div_ceil(args.block);
         for run in indices.chunks_mut(args.block as usize) {
             rng ^= rng << 13;
             rng ^= rng >> 7;
             rng ^= rng << 17;
             let first = rng % blocks * args.block;
             for (k, i) in run.iter_mut().enumerate() {
-                *i = (first + k as u64) % store.len();
+                *i = (first + k as u64) % len;
             }
         }
         let start = Instant::now();
@@ -117,7 +169,7 @@ pub(crate) fn run(args: Args, quiet: bool) -> Result<()> {
     let secs = total.as_secs_f64();
     println!(
         "{}: {} batches of {}: {:.0} MiB/s, {:.0} k records/s, batch latency p50 {:.3} ms, p95 {:.3} ms ({} threads, io {:?}, block {}{cold_note})",
-        args.store.display(),
+        source.shown,
         args.batches,
         args.batch,
         bytes as f64 / secs / (1 << 20) as f64,
@@ -125,7 +177,11 @@ pub(crate) fn run(args: Args, quiet: bool) -> Result<()> {
         pct(0.5),
         pct(0.95),
         rayon_threads(),
-        store.io(),
+        source
+            .streams
+            .first()
+            .and_then(|s| s.shard_stores().first().map(|s| s.io()))
+            .unwrap_or(Io::Auto),
         args.block
     );
     Ok(())

@@ -12,6 +12,7 @@ mod info;
 mod progress;
 mod recode;
 mod remote;
+mod source;
 mod staging;
 mod train_dict;
 mod transfer;
@@ -34,9 +35,12 @@ const EXIT_ERROR: u8 = 2;
     about = "Import, inspect, verify and maintain zrecord stores"
 )]
 struct Cli {
-    /// No progress bars.
+    /// No progress bars; the one-line summary of an import stays (on stderr).
     #[arg(long, short, global = true)]
     quiet: bool,
+    /// No progress bars and no summary: only errors.
+    #[arg(long, global = true)]
+    silent: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -46,9 +50,9 @@ enum Command {
     /// Import data into a new store.
     #[command(subcommand)]
     Import(import::Import),
-    /// Write a store out: a dense store to FILE.npy, a ragged u8 store to a folder of files.
+    /// Write records out: a dense stream to FILE.npy, a ragged u8 stream to a folder of files.
     Export(export::Args),
-    /// Describe a store.
+    /// Describe a store, dataset or folder of stores: streams, shards, records, bytes.
     Info(info::Args),
     /// Read and decode every record; exit 0 if clean, 1 if corrupt.
     Verify(verify::Args),
@@ -126,9 +130,11 @@ fn create_store(
 struct Target {
     /// The store to create.
     store: PathBuf,
-    /// The codec of the new store.
-    #[arg(long, value_enum, default_value = "zstd")]
-    codec: CodecArg,
+    /// The codec of the new store. Default: zstd, except for `import
+    /// images` without --resize, whose JPEG and PNG files are already
+    /// compressed and are kept raw (zstd would make them larger).
+    #[arg(long, value_enum)]
+    codec: Option<CodecArg>,
     /// The dictionary tier for `--codec zstd-dict` (trained on the imported data).
     #[arg(long, value_enum, default_value = "balanced")]
     tier: TierArg,
@@ -141,16 +147,26 @@ struct Target {
     force: bool,
     /// Import only shard K of N (counting from 0) of the input, into
     /// `STORE/shard-KKKKK-of-NNNNN`: N jobs write a sharded dataset in
-    /// parallel, and `zrecord dataset join STORE` completes it.
+    /// parallel, and `zrecord dataset join STORE` completes it. The input
+    /// is split by files (rows for npy/idx): shard K takes inputs
+    /// K·c .. (K+1)·c with c = ⌈inputs/N⌉, so the last shard may take
+    /// fewer, and a shard holds fewer records than inputs where inputs
+    /// were skipped (`--on-error skip`).
     #[arg(long, value_name = "K/N", value_parser = parse_shard)]
     shard: Option<(u64, u64)>,
 }
 
 impl Target {
+    /// The codec asked for, or zstd.
+    fn codec(&self) -> CodecArg {
+        self.codec.unwrap_or(CodecArg::Zstd)
+    }
+
     /// The part of `total` input items this import takes: all of them, or
     /// shard K's `K·c .. (K+1)·c` with `c = ⌈total/N⌉` (cut at `total`).
-    /// Every shard but the last then holds `c` records, so block shuffles
-    /// of `c` records align their blocks with the shards.
+    /// Every shard but the last then takes `c` inputs, and holds `c`
+    /// records when none was skipped: block shuffles of `c` records then
+    /// align their blocks with the shards.
     fn share(&self, total: usize) -> std::ops::Range<usize> {
         match self.shard {
             None => 0..total,
@@ -211,11 +227,11 @@ impl From<anyhow::Error> for Failure {
 fn main() -> ExitCode {
     exit_quietly_on_a_closed_pipe();
     let cli = Cli::parse();
-    let quiet = cli.quiet;
+    let quiet = cli.quiet || cli.silent;
     let result = match cli.command {
         Command::Push(args) => remote::push(args, quiet).map_err(Failure::from),
         Command::Pull(args) => remote::pull(args, quiet).map_err(Failure::from),
-        Command::Import(args) => import::run(args, quiet).map_err(Failure::from),
+        Command::Import(args) => import::run(args, quiet, cli.silent).map_err(Failure::from),
         Command::Export(args) => export::run(args, quiet).map_err(Failure::from),
         Command::Info(args) => info::run(args).map_err(Failure::from),
         Command::Verify(args) => verify::run(args, quiet),

@@ -61,6 +61,7 @@ pub(crate) struct PullArgs {
 }
 
 pub(crate) fn push(args: PushArgs, quiet: bool) -> Result<()> {
+    crate::source::check_backend(&args.url)?;
     let options = args.settings.remote_options()?;
     let bar = progress::bytes(quiet, "push");
     let report = zrecord_remote::push(&args.local, &args.url, &options, args.verify, |d, t| {
@@ -73,6 +74,7 @@ pub(crate) fn push(args: PushArgs, quiet: bool) -> Result<()> {
 }
 
 pub(crate) fn pull(args: PullArgs, quiet: bool) -> Result<()> {
+    crate::source::check_backend(&args.url)?;
     let options = args.settings.remote_options()?;
     let bar = progress::bytes(quiet, "pull");
     let report = zrecord_remote::pull(&args.url, &args.local, &options, |d, t| {

@@ -6,7 +6,6 @@ mod common;
 
 use std::fs;
 use std::io::Write;
-use std::path::Path;
 
 use common::listing;
 use std::process::{Command, Output};
@@ -176,11 +175,13 @@ fn idx_imports_plain_and_gzipped() {
 }
 
 #[test]
-fn mnist_imports_when_the_shared_data_is_there() {
-    let mnist = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/mnist");
+fn mnist_imports_when_the_data_is_there() {
+    let Some(mnist) = common::run::data("mnist") else {
+        return;
+    };
     if !mnist.join("t10k-labels-idx1-ubyte.gz").exists() {
-        eprintln!(
-            "skipped: {} is absent (see the README's Data section)",
+        println!(
+            "skipped: {} has no t10k-labels-idx1-ubyte.gz",
             mnist.display()
         );
         return;
@@ -695,46 +696,6 @@ fn the_zstd_level_is_chosen_on_import_and_recode() {
     );
     assert!(line.contains("outside"), "{line}");
     assert!(!d.join("bad").exists(), "a refused import leaves nothing");
-}
-
-#[test]
-fn push_and_pull_run_zrecord_remote_or_say_how_to_install_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let run = |path: &std::path::Path, args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_zrecord"))
-            .args(args)
-            .env("PATH", path)
-            .output()
-            .unwrap()
-    };
-    let out = run(dir.path(), &["push", "a", "s3://b/c"]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("cargo install zrecord-remote --features cli"),
-        "{err}"
-    );
-
-    // A stand-in that records its arguments and fails as the real one would.
-    let fake = dir.path().join("zrecord-remote");
-    let log = dir.path().join("args");
-    fs::write(
-        &fake,
-        format!("#!/bin/sh\necho \"$@\" > {}\nexit 3\n", log.display()),
-    )
-    .unwrap();
-    let mut perms = fs::metadata(&fake).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    fs::set_permissions(&fake, perms).unwrap();
-    let out = run(
-        dir.path(),
-        &["pull", "s3://b/c", "local", "--option", "k=v"],
-    );
-    assert_eq!(out.status.code(), Some(3));
-    assert_eq!(
-        fs::read_to_string(&log).unwrap(),
-        "pull s3://b/c local --option k=v\n"
-    );
 }
 
 #[test]

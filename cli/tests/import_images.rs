@@ -93,7 +93,14 @@ fn an_image_folder_imports_encoded_bytes_labels_classes_and_paths() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(String::from_utf8_lossy(&output.stdout).contains("imported 4 images of 2 classes"));
+    // Quiet hides progress bars, not the summary; notes.txt is counted.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "imported 4 images, skipped 0 as corrupt, ignored 1 non-image files; 2 classes"
+        ),
+        "{stderr}"
+    );
 
     let images = RaggedStore::<u8>::open(out.join("images")).unwrap();
     let labels = DenseStore::<i64>::open(out.join("labels")).unwrap();
@@ -181,7 +188,10 @@ fn skip_leaves_corrupt_images_out_and_counts_them() {
         "{stderr}"
     );
     assert!(stderr.contains("GIF"), "{stderr}");
-    assert!(String::from_utf8_lossy(&output.stdout).contains("skipped 2"));
+    assert!(
+        stderr.contains("imported 4 images, skipped 2 as corrupt, ignored 2 non-image files"),
+        "{stderr}"
+    );
     let labels = DenseStore::<i64>::open(out.join("labels")).unwrap();
     assert_eq!(
         labels.gather(&[0, 1, 2, 3]).unwrap().as_slice().unwrap(),
@@ -287,4 +297,118 @@ fn shards_imported_in_parallel_and_joined_read_as_the_whole_import() {
         &"0/2",
     ]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not take --shard"));
+}
+
+#[test]
+fn encoded_images_stay_raw_unless_a_codec_is_named_and_decoded_ones_take_zstd() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("photos");
+    image_folder(&root);
+    let codec = |out: &Path| {
+        let store = zrecord::OpenOptions::new()
+            .read_only(true)
+            .open::<zrecord::AnyStore>(out.join("images"))
+            .unwrap();
+        store.codec().name()
+    };
+    let import = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        let output = Command::new(env!("CARGO_BIN_EXE_zrecord"))
+            .args(["import", "images"])
+            .args([&root, &out])
+            .args(extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{stderr}");
+        (codec(&out), stderr)
+    };
+    let (c, summary) = import("default", &[]);
+    assert_eq!(c, "raw");
+    assert!(
+        summary.contains("kept raw (already compressed"),
+        "{summary}"
+    );
+    assert_eq!(import("zstd", &["--codec", "zstd"]).0, "zstd");
+    assert_eq!(import("resized", &["--resize", "8"]).0, "zstd");
+    assert_eq!(
+        import("resized-raw", &["--resize", "8", "--codec", "raw"]).0,
+        "raw"
+    );
+
+    let help = Command::new(env!("CARGO_BIN_EXE_zrecord"))
+        .args(["import", "images", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("kept raw"), "{help}");
+    assert!(help.contains("fewer records"), "{help}");
+}
+
+#[test]
+fn a_mixed_folder_in_four_shards_is_counted_exactly_and_joins() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("mixed");
+    // 11 PNGs in sorted order a0..a5 (class a), b0..b4 (class b); b1 is
+    // truncated; a notes file sits among them.
+    for i in 0..6 {
+        fs::create_dir_all(root.join("a")).unwrap();
+        fs::write(root.join(format!("a/{i}.png")), png_grey(4, 4, i as u8)).unwrap();
+    }
+    for i in 0..5 {
+        fs::create_dir_all(root.join("b")).unwrap();
+        let png = png_grey(5, 3, 100 + i as u8);
+        let bytes = if i == 1 {
+            &png[..png.len() / 2]
+        } else {
+            &png[..]
+        };
+        fs::write(root.join(format!("b/{i}.png")), bytes).unwrap();
+    }
+    fs::write(root.join("b/readme.txt"), "labels are folders").unwrap();
+
+    // ⌈11/4⌉ = 3 files per shard: 0..3, 3..6, 6..9 (b1 is file 7), 9..11.
+    let data = dir.path().join("data");
+    let expected = [(3, 0), (3, 0), (2, 1), (2, 0)];
+    for (k, (kept, skipped)) in expected.into_iter().enumerate() {
+        let out = Command::new(env!("CARGO_BIN_EXE_zrecord"))
+            .args(["-q", "import", "images"])
+            .args([&root, &data])
+            .args(["--on-error", "skip", "--shard", &format!("{k}/4")])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let summary = stderr.lines().last().unwrap();
+        let counts = format!(
+            "imported {kept} images, skipped {skipped} as corrupt, ignored 1 non-image files"
+        );
+        assert!(summary.contains(&counts), "shard {k}: {summary}");
+        let files = (3 * k).min(11)..(3 * k + 3).min(11);
+        assert!(
+            summary.contains(&format!(
+                "shard {k}/4: input files {}..{} of 11 (each shard takes 3 files",
+                files.start, files.end
+            )),
+            "shard {k}: {summary}"
+        );
+        assert_eq!(stderr.lines().count(), 1 + skipped, "{stderr}");
+    }
+    let out = zrecord(&[&"dataset", &"join", &data]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("4 shards, 10 records"), "{stdout}");
+    let info = zrecord(&[&"info", &"--json", &data]);
+    let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    let records: Vec<u64> = info["shards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["records"].as_u64().unwrap())
+        .collect();
+    assert_eq!(records, [3, 3, 2, 2]);
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::listing;
-use common::run::{fails, ok, shared};
+use common::run::{fails, fixture, ok};
 use zrecord::AnyStore;
 
 /// One array of an `.npz` (uncompressed, as `np.savez` writes it): its
@@ -131,9 +131,7 @@ fn check(store: &Path, out: &Path) {
 }
 
 fn stores(version: &str) -> Vec<PathBuf> {
-    let Some(dir) = shared(&format!("fixtures/loaderx/{version}")) else {
-        return Vec::new();
-    };
+    let dir = fixture(&format!("loaderx/{version}"));
     let mut stores: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -172,12 +170,8 @@ fn copy(store: &Path, to: &Path) -> PathBuf {
 
 #[test]
 fn damaged_or_unknown_stores_are_errors_that_write_nothing() {
-    let Some(v17) = shared("fixtures/loaderx/v1.7.2") else {
-        return;
-    };
-    let Some(v28) = shared("fixtures/loaderx/v2.8.19") else {
-        return;
-    };
+    let v17 = fixture("loaderx/v1.7.2");
+    let v28 = fixture("loaderx/v2.8.19");
     let tmp = tempfile::tempdir().unwrap();
     let work = tmp.path().join("work");
     let out = tmp.path().join("out").display().to_string();

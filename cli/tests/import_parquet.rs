@@ -1,5 +1,5 @@
-//! `zrecord import parquet` on files written by pyarrow (the shared
-//! fixtures): every column type maps to the store its README promises, with
+//! `zrecord import parquet` on files written by pyarrow (the
+//! fixtures in tests/fixtures/parquet): every column type maps to the store its README promises, with
 //! the expected values; nulls and malformed files are clear errors that leave
 //! nothing behind.
 #![cfg(feature = "parquet")]
@@ -9,7 +9,7 @@ mod common;
 use std::path::Path;
 
 use common::listing;
-use common::run::{fails, ok, shared};
+use common::run::{data, fails, fixture, ok};
 use zrecord::{AnyStore, DenseStore, RaggedStore};
 
 fn import(input: &Path, out: &Path, extra: &[&str]) {
@@ -35,9 +35,7 @@ fn strings(store: &Path) -> Vec<String> {
 
 #[test]
 fn genesis_columns_become_stores_in_row_order() {
-    let Some(dir) = shared("fixtures/parquet") else {
-        return;
-    };
+    let dir = fixture("parquet");
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("genesis");
     import(&dir.join("kjv_genesis.parquet"), &out, &[]);
@@ -59,7 +57,7 @@ fn genesis_columns_become_stores_in_row_order() {
         (50, 26)
     );
     // Every verse against the source text, where it is there.
-    if let Some(kjv) = shared("data/text/kjv.tsv") {
+    if let Some(kjv) = data("text/kjv.tsv") {
         let want: Vec<String> = std::fs::read_to_string(kjv)
             .unwrap()
             .lines()
@@ -72,9 +70,7 @@ fn genesis_columns_become_stores_in_row_order() {
 
 #[test]
 fn digits_fixed_size_lists_become_dense_images() {
-    let Some(dir) = shared("fixtures/parquet") else {
-        return;
-    };
+    let dir = fixture("parquet");
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("digits");
     import(&dir.join("digits.parquet"), &out, &["--codec", "raw"]);
@@ -110,9 +106,7 @@ fn digits_fixed_size_lists_become_dense_images() {
 
 #[test]
 fn every_type_maps_to_its_store() {
-    let Some(dir) = shared("fixtures/parquet") else {
-        return;
-    };
+    let dir = fixture("parquet");
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("types");
     let columns = "b,i8,u16,i64,f32,f64,vec3,tokens,nested";
@@ -201,9 +195,7 @@ fn every_type_maps_to_its_store() {
 
 #[test]
 fn nulls_are_an_error_naming_column_and_row_unless_filled() {
-    let Some(dir) = shared("fixtures/parquet") else {
-        return;
-    };
+    let dir = fixture("parquet");
     let tmp = tempfile::tempdir().unwrap();
     let input = dir.join("types.parquet").display().to_string();
     let out = tmp.path().join("maybe").display().to_string();
@@ -234,9 +226,7 @@ fn nulls_are_an_error_naming_column_and_row_unless_filled() {
 
 #[test]
 fn empty_strings_and_binaries_are_empty_records() {
-    let Some(dir) = shared("fixtures/parquet") else {
-        return;
-    };
+    let dir = fixture("parquet");
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("types");
     import(&dir.join("types.parquet"), &out, &["--columns", "s,bin"]);
@@ -268,16 +258,14 @@ fn empty_strings_and_binaries_are_empty_records() {
 
 #[test]
 fn a_dataset_folder_imports_its_files_in_sorted_order() {
-    let Some(dir) = shared("fixtures/parquet/hf_style") else {
-        return;
-    };
+    let dir = fixture("parquet/hf_style");
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("ruth");
     import(&dir, &out, &[]);
     let text = strings(&out.join("text"));
     let labels = DenseStore::<i64>::open(out.join("label")).unwrap();
     assert_eq!((text.len(), labels.len()), (85, 85));
-    if let Some(kjv) = shared("data/text/kjv.tsv") {
+    if let Some(kjv) = data("text/kjv.tsv") {
         let ruth: Vec<String> = std::fs::read_to_string(kjv)
             .unwrap()
             .lines()
@@ -294,9 +282,7 @@ fn a_dataset_folder_imports_its_files_in_sorted_order() {
 
 #[test]
 fn malformed_files_are_errors_that_leave_nothing_behind() {
-    let Some(dir) = shared("fixtures/parquet") else {
-        return;
-    };
+    let dir = fixture("parquet");
     let tmp = tempfile::tempdir().unwrap();
     let bytes = std::fs::read(dir.join("types.parquet")).unwrap();
     let truncated = tmp.path().join("truncated.parquet");
@@ -457,4 +443,91 @@ fn a_damaged_row_group_fails_the_import_and_leaves_nothing() {
         &["import", "parquet", &input, &out],
     );
     assert_eq!(listing(tmp.path()), ["t.parquet"], "nothing left behind");
+}
+
+/// The tokenizer these tests use: an OpenAI encoding where the build has
+/// them, bytes otherwise.
+fn a_tokenizer() -> &'static str {
+    if cfg!(feature = "tiktoken") {
+        "cl100k_base"
+    } else {
+        "bytes"
+    }
+}
+
+#[test]
+fn a_tokenizer_makes_string_columns_the_tokens_import_text_makes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = tmp.path().join("t.parquet");
+    written(&input, 300, None, None);
+    let plain = tmp.path().join("plain");
+    import(&input, &plain, &["--columns", "s"]);
+    let texts = strings(&plain.join("s"));
+
+    let tokens = tmp.path().join("tokens");
+    import(
+        &input,
+        &tokens,
+        &[
+            "--tokenizer",
+            a_tokenizer(),
+            "--dtype",
+            "u32",
+            "--columns",
+            "s,a",
+        ],
+    );
+    // Numbers are untouched.
+    assert!(matches!(
+        AnyStore::open(tokens.join("a")).unwrap(),
+        AnyStore::Dense(_)
+    ));
+    // The same documents through `import text` (JSON Lines, so empty
+    // strings stay documents) give the same records.
+    let jsonl = tmp.path().join("t.jsonl");
+    let lines: Vec<String> = texts
+        .iter()
+        .map(|t| serde_json::json!({ "text": t }).to_string())
+        .collect();
+    std::fs::write(&jsonl, lines.join("\n") + "\n").unwrap();
+    let text_store = tmp.path().join("text");
+    ok(&[
+        "import",
+        "text",
+        jsonl.to_str().unwrap(),
+        text_store.to_str().unwrap(),
+        "--tokenizer",
+        a_tokenizer(),
+        "-q",
+    ]);
+    let all: Vec<u64> = (0..300).collect();
+    let open = |p: &Path| match AnyStore::open(p).unwrap() {
+        AnyStore::Ragged(s) => s.gather_dyn(&all).unwrap(),
+        AnyStore::Dense(_) => panic!("a dense store"),
+    };
+    assert_eq!(open(&tokens.join("s")), open(&text_store));
+
+    // The summary names what was tokenised; --dtype alone is refused.
+    let out = ok(&[
+        "import",
+        "parquet",
+        input.to_str().unwrap(),
+        tmp.path().join("u16").to_str().unwrap(),
+        "--tokenizer",
+        "bytes",
+        "--dtype",
+        "u16",
+        "-q",
+    ]);
+    assert!(out.contains("imported 300 rows of 3 columns"), "{out}");
+    assert!(out.contains("tokenised s with bytes"), "{out}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zrecord"))
+        .args(["import", "parquet"])
+        .arg(&input)
+        .arg(tmp.path().join("no"))
+        .args(["--eod", "none"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--tokenizer"));
 }

@@ -253,3 +253,41 @@ fn tokenizer_json_files_tokenise_and_find_their_end_token() {
     run(&file, &out, &["--tokenizer", &json.display().to_string()]);
     assert_eq!(records(&out), vec![vec![0, 1, 3], vec![1, 2, 3]]);
 }
+
+#[test]
+fn quiet_keeps_the_summary_and_silent_drops_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("t.txt");
+    std::fs::write(&file, "one\ntwo\nthree\n").unwrap();
+    let stderr = run(&file, &tmp.path().join("q"), &["--tokenizer", "bytes"]);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("imported 3 documents, 14 tokens (bytes)"),
+        "{stderr}"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zrecord"))
+        .args(["--silent", "import", "text", "--tokenizer", "bytes"])
+        .arg(&file)
+        .arg(tmp.path().join("s"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(out.stderr.is_empty() && out.stdout.is_empty());
+
+    // Every importer has its summary line under --quiet.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_zrecord"))
+        .args(["-q", "import", "lines"])
+        .arg(&file)
+        .arg(tmp.path().join("l"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("imported 3 records into "), "{stderr}");
+
+    // `import text` points at `import parquet --tokenizer` for Parquet columns.
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_zrecord"))
+        .args(["import", "text", "--help"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&help.stdout).contains("import parquet --tokenizer"));
+}

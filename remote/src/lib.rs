@@ -64,7 +64,7 @@ pub use error::{Error, Result};
 pub use options::RemoteOptions;
 pub use remote::Remote;
 pub use stats::CacheStats;
-pub use transfer::{TransferReport, pull, push};
+pub use transfer::{TransferReport, list, pull, push};
 
 // The README's examples run as doc tests.
 #[doc = include_str!("../README.md")]

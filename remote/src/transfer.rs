@@ -463,6 +463,24 @@ fn first_object(
 }
 
 /// Every object under `prefix`: its path below the prefix, path, size.
+/// Every object under the folder `url`: its `/`-separated path below the
+/// folder and its size, in no particular order. One listing, nothing read:
+/// how a caller tells a store (`store.zr` at the top) from a dataset
+/// (`dataset.zr`) or a folder of stores before opening it.
+///
+/// # Errors
+/// The setting errors of [`Remote::open`](crate::Remote::open), before any
+/// request; [`Error::NoBucket`] and [`Error::List`].
+pub fn list(url: &str, options: &RemoteOptions) -> Result<Vec<(String, u64)>> {
+    let (store, prefix) = store_for_url(url, options)?;
+    let prefix = ObjectPath::from(prefix.trim_matches('/'));
+    let listed = list_all(&store, &prefix, url.trim_end_matches('/'))?;
+    Ok(listed
+        .into_iter()
+        .map(|(relative, _, len)| (relative, len))
+        .collect())
+}
+
 fn list_all(
     store: &Arc<dyn ObjectStore>,
     prefix: &ObjectPath,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use zrecord::{ArrayFile, Schema};
 
-use super::write_store;
+use super::{Summary, write_store, wrote};
 use crate::Target;
 use crate::transfer::chunk_records;
 
@@ -24,7 +24,7 @@ pub(crate) fn run(
     args: Args,
     open: fn(&std::path::Path) -> zrecord::Result<ArrayFile>,
     quiet: bool,
-) -> Result<()> {
+) -> Result<Summary> {
     let mut array = open(&args.file)?;
     let (records, item_shape) = array.records()?;
     let dtype = array.dtype();
@@ -37,7 +37,7 @@ pub(crate) fn run(
     array.skip((share.start * record_bytes) as u64)?;
     let records = share.len();
     let target = args.target.into_shard();
-    write_store(&target, schema, records as u64, quiet, &[], |sink| {
+    let written = write_store(&target, schema, records as u64, quiet, &[], |sink| {
         let per_chunk = chunk_records(record_bytes);
         let mut buf = vec![0u8; per_chunk * record_bytes];
         let mut left = records;
@@ -49,5 +49,6 @@ pub(crate) fn run(
             left -= n;
         }
         Ok(())
-    })
+    })?;
+    Ok(wrote(written, &target))
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use zrecord::{DType, RaggedBatch, Schema};
 
-use super::write_store;
+use super::{Summary, write_store, wrote};
 use crate::Target;
 
 #[derive(clap::Args)]
@@ -20,12 +20,12 @@ pub(crate) struct Args {
     target: Target,
 }
 
-pub(crate) fn run(args: Args, quiet: bool) -> Result<()> {
+pub(crate) fn run(args: Args, quiet: bool) -> Result<Summary> {
     import(&args.dir, args.glob.as_deref(), args.target, quiet)
         .with_context(|| args.dir.display().to_string())
 }
 
-fn import(dir: &Path, pattern: Option<&str>, target: Target, quiet: bool) -> Result<()> {
+fn import(dir: &Path, pattern: Option<&str>, target: Target, quiet: bool) -> Result<Summary> {
     if !dir.is_dir() {
         bail!("not a folder");
     }
@@ -50,7 +50,7 @@ fn import(dir: &Path, pattern: Option<&str>, target: Target, quiet: bool) -> Res
         paths.push('\n');
     }
     let extra = [("paths.txt", paths.as_bytes())];
-    write_store(
+    let written = write_store(
         &target,
         Schema::Ragged { dtype: DType::U8 },
         files.len() as u64,
@@ -71,7 +71,8 @@ fn import(dir: &Path, pattern: Option<&str>, target: Target, quiet: bool) -> Res
             }
             sink.ragged(&batch.into())
         },
-    )
+    )?;
+    Ok(wrote(written, &target))
 }
 
 /// Collects (path relative to `root`, size) of the files under `dir` that match.

@@ -1,9 +1,11 @@
 //! `zrecord import images`: an ImageFolder tree (one subfolder per class) or
 //! a `path,label` list into a folder of two streams and two text files:
 //!
-//! * `images/` — the encoded files as they are (a ragged `u8` store), or,
-//!   with `--resize S`, decoded once: a dense `u8` store of `[S, S, 3]` RGB
-//!   (shorter side scaled to S, then the centre S×S);
+//! * `images/` — the encoded files as they are (a ragged `u8` store, raw by
+//!   default: JPEG and PNG are compressed already, and zstd makes them
+//!   larger), or, with `--resize S`, decoded once: a dense `u8` store of
+//!   `[S, S, 3]` RGB (shorter side scaled to S, then the centre S×S; zstd
+//!   by default);
 //! * `labels/` — a dense `i64` store, the class of each image;
 //! * `classes.txt` — the class names, line `i` naming label `i`;
 //! * `paths.txt` — line `i` the source path of record `i`, relative to DIR.
@@ -11,7 +13,8 @@
 //! Every image is decoded at import (in parallel, a bounded chunk at a time),
 //! so a corrupt one is reported by path before anything is kept: the import
 //! fails and leaves nothing, or with `--on-error skip` leaves it out and
-//! prints the count and the paths.
+//! prints the count and the paths. Files of a class folder that are not
+//! `.jpg`, `.jpeg` or `.png` are counted and reported as ignored.
 
 use std::path::{Path, PathBuf};
 
@@ -19,9 +22,9 @@ use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use rayon::prelude::*;
 use zrecord::{DType, RaggedBatch, Schema};
-use zrecord_vision::{ImageFolder, RgbImage, Transform};
+use zrecord_vision::{IMAGE_EXTENSIONS, ImageFolder, RgbImage, Transform};
 
-use super::write_store;
+use super::{Summary, write_store};
 use crate::staging::Staged;
 use crate::{CodecArg, Target};
 
@@ -42,7 +45,8 @@ pub(crate) enum OnError {
 #[derive(clap::Args)]
 pub(crate) struct Args {
     /// The ImageFolder root (`DIR/<class>/**/*.{jpg,jpeg,png}`), or the folder
-    /// the paths of `--list` are relative to.
+    /// the paths of `--list` are relative to. Other files in it are
+    /// ignored, and counted in the summary.
     pub(crate) dir: PathBuf,
     #[command(flatten)]
     target: Target,
@@ -61,16 +65,17 @@ pub(crate) struct Args {
     on_error: OnError,
 }
 
-pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
+pub(crate) fn run(args: &Args, quiet: bool) -> Result<Summary> {
     if !args.dir.is_dir() {
         bail!("not a folder");
     }
-    let folder = match &args.list {
-        Some(list) => ImageFolder::from_list(&args.dir, list)?,
-        None => ImageFolder::scan(&args.dir)?,
+    let (folder, ignored) = match &args.list {
+        Some(list) => (ImageFolder::from_list(&args.dir, list)?, 0),
+        None => (ImageFolder::scan(&args.dir)?, not_images(&args.dir)?),
     };
     // Classes come from the whole input, so every shard numbers them alike.
-    let items = &folder.images[args.target.share(folder.images.len())];
+    let share = args.target.share(folder.images.len());
+    let items = &folder.images[share.clone()];
     let classes = &folder.classes;
     let target = args.target.clone().into_shard();
     let resize = args
@@ -86,7 +91,7 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
         .with_context(|| format!("cannot create {}", staged.path().display()))?;
     let part = |name: &str, codec: CodecArg| Target {
         store: staged.path().join(name),
-        codec,
+        codec: Some(codec),
         tier: target.tier,
         level: target.level,
         force: false,
@@ -99,10 +104,16 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
         },
         None => Schema::Ragged { dtype: DType::U8 },
     };
+    // Encoded images are compressed already: zstd gains nothing on them
+    // (about 0.94x: larger) and costs time on every read.
+    let codec = target.codec.unwrap_or(match resize {
+        Some(_) => CodecArg::Zstd,
+        None => CodecArg::Raw,
+    });
     let mut kept = Vec::with_capacity(items.len());
     let mut skipped = Vec::new();
     write_store(
-        &part("images", target.codec),
+        &part("images", codec),
         shape,
         items.len() as u64,
         quiet,
@@ -176,21 +187,81 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
     staged.commit()?;
-    for (item, error) in &skipped {
-        eprintln!("zrecord: skipped {}: {error:#}", item.path.display());
-    }
-    println!(
-        "imported {} images of {} classes into {}{}",
+    let notes = skipped
+        .iter()
+        .map(|(item, error)| format!("skipped {}: {error:#}", item.path.display()))
+        .collect();
+    let codec_note = match (args.target.codec, resize.is_some()) {
+        (Some(_), _) => format!("images stored {}", codec_name(codec)),
+        (None, false) => "images kept raw (already compressed; --codec zstd to change)".into(),
+        (None, true) => "decoded images stored zstd".into(),
+    };
+    let shard_note = match args.target.shard {
+        Some((k, n)) => format!(
+            "; shard {k}/{n}: input files {}..{} of {} (each shard takes {} files; records are \
+             fewer where files were skipped)",
+            share.start,
+            share.end,
+            folder.images.len(),
+            folder.images.len().div_ceil(n as usize)
+        ),
+        None => String::new(),
+    };
+    let line = format!(
+        "imported {} images, skipped {} as corrupt, ignored {ignored} non-image files; {} classes, \
+         {codec_note}, into {}{shard_note}",
         kept.len(),
+        skipped.len(),
         classes.len(),
         target.store.display(),
-        if skipped.is_empty() {
-            String::new()
-        } else {
-            format!("; skipped {} that did not decode", skipped.len())
-        }
     );
-    Ok(())
+    Ok(Summary { notes, line })
+}
+
+fn codec_name(codec: CodecArg) -> &'static str {
+    match codec {
+        CodecArg::Raw => "raw",
+        CodecArg::Zstd => "zstd",
+        CodecArg::ZstdDict => "zstd-dict",
+    }
+}
+
+/// Files under the class folders of `root` that are not images (by
+/// extension), and files beside the class folders: what
+/// [`ImageFolder::scan`] leaves out. Hidden files and folders are not counted.
+fn not_images(root: &Path) -> Result<u64> {
+    fn hidden(path: &Path) -> bool {
+        path.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+    }
+    fn walk(dir: &Path, top: bool, count: &mut u64) -> Result<()> {
+        for entry in
+            std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))?
+        {
+            let path = entry
+                .with_context(|| format!("cannot list {}", dir.display()))?
+                .path();
+            if hidden(&path) {
+                continue;
+            }
+            if path.is_dir() {
+                walk(&path, false, count)?;
+            } else {
+                let image = path.extension().is_some_and(|e| {
+                    IMAGE_EXTENSIONS
+                        .iter()
+                        .any(|x| e.to_string_lossy().eq_ignore_ascii_case(x))
+                });
+                if top || !image {
+                    *count += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+    let mut count = 0;
+    walk(root, true, &mut count)?;
+    Ok(count)
 }
 
 fn utf8(path: &Path) -> Result<String> {

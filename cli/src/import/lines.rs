@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use zrecord::{DType, RaggedBatch, Schema};
 
-use super::write_store;
+use super::{Summary, write_store, wrote};
 use crate::Target;
 
 #[derive(clap::Args)]
@@ -21,16 +21,16 @@ pub(crate) struct Args {
     target: Target,
 }
 
-pub(crate) fn run(args: Args, quiet: bool) -> Result<()> {
+pub(crate) fn run(args: Args, quiet: bool) -> Result<Summary> {
     args.target.refuse_shard("lines")?;
     import(&args.file, args.skip_empty, &args.target, quiet)
         .with_context(|| args.file.display().to_string())
 }
 
-fn import(file: &Path, skip_empty: bool, target: &Target, quiet: bool) -> Result<()> {
+fn import(file: &Path, skip_empty: bool, target: &Target, quiet: bool) -> Result<Summary> {
     let mut reader = BufReader::new(File::open(file).context("cannot open")?);
     // The number of lines is unknown until the end: the bar only counts.
-    write_store(
+    let written = write_store(
         target,
         Schema::Ragged { dtype: DType::U8 },
         0,
@@ -60,5 +60,6 @@ fn import(file: &Path, skip_empty: bool, target: &Target, quiet: bool) -> Result
             }
             sink.ragged(&batch.into())
         },
-    )
+    )?;
+    Ok(wrote(written, target))
 }

@@ -14,6 +14,7 @@ mod loaderx;
 mod parquet;
 mod safetensors;
 mod text;
+mod tokenizer;
 mod values;
 
 use anyhow::{Context, Result};
@@ -37,7 +38,8 @@ pub(crate) enum Import {
     /// A text file, one u8 record per line (without its line ending).
     Lines(lines::Args),
     /// An image folder (one subfolder per class) or a path,label list: encoded
-    /// images (or decoded with --resize), labels and class names in a new folder.
+    /// images kept raw (or decoded with --resize, zstd), labels and class
+    /// names in a new folder.
     #[cfg(feature = "images")]
     Images(images::Args),
     /// (This build has no image support: build with feature `images`.)
@@ -47,7 +49,8 @@ pub(crate) enum Import {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Columns of a Parquet file, or of a folder of them: one store per column in OUT.
+    /// Columns of a Parquet file, or of a folder of them: one store per column
+    /// in OUT; string columns tokenised with --tokenizer.
     #[cfg(feature = "parquet")]
     Parquet(parquet::Args),
     /// (This build has no Parquet support: build with feature `parquet`.)
@@ -57,13 +60,54 @@ pub(crate) enum Import {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Documents of a text or JSON Lines file, tokenised into a ragged token store.
+    /// Documents of a text or JSON Lines file, tokenised into a ragged token
+    /// store (a Parquet column: `import parquet --tokenizer`).
     Text(text::Args),
     /// A store written by loaderx 1.7 or 2.8.
     Loaderx(loaderx::Args),
 }
 
-pub(crate) fn run(import: Import, quiet: bool) -> Result<()> {
+/// What an import did: notes (a line per skipped input) and the one-line
+/// summary, printed on stderr unless `--silent`.
+pub(crate) struct Summary {
+    pub(crate) notes: Vec<String>,
+    pub(crate) line: String,
+}
+
+impl From<String> for Summary {
+    fn from(line: String) -> Summary {
+        Summary {
+            notes: Vec::new(),
+            line,
+        }
+    }
+}
+
+/// The summary of an import that wrote `records` records into `target`.
+pub(crate) fn wrote(records: u64, target: &Target) -> Summary {
+    let shard = match target.shard {
+        Some((k, n)) => format!(" (shard {k}/{n})"),
+        None => String::new(),
+    };
+    format!(
+        "imported {records} records into {}{shard}",
+        target.store.display()
+    )
+    .into()
+}
+
+pub(crate) fn run(import: Import, quiet: bool, silent: bool) -> Result<()> {
+    let summary = pick(import, quiet)?;
+    if !silent {
+        for note in &summary.notes {
+            eprintln!("zrecord: {note}");
+        }
+        eprintln!("{}", summary.line);
+    }
+    Ok(())
+}
+
+fn pick(import: Import, quiet: bool) -> Result<Summary> {
     match import {
         Import::Npy(args) => array::run(args, |p| zrecord::npy::open(p), quiet),
         Import::Idx(args) => array::run(args, |p| zrecord::idx::open(p), quiet),
@@ -96,6 +140,7 @@ pub(crate) struct Sink {
     store: AnyStore,
     bar: ProgressBar,
     bytes: u64,
+    records: u64,
 }
 
 impl Sink {
@@ -123,6 +168,7 @@ impl Sink {
 
     fn advance(&mut self, records: u64, bytes: u64) {
         self.bytes += bytes;
+        self.records += records;
         self.bar.inc(records);
         progress::show_bytes(&self.bar, self.bytes);
     }
@@ -131,7 +177,7 @@ impl Sink {
 /// Builds a new store of `schema` at `target` from what `produce` sends to
 /// the sink: staged beside the target and renamed into place only when
 /// complete. `records` sizes the progress bar; `extra` files are written
-/// into the store folder.
+/// into the store folder. Returns the records written.
 pub(crate) fn write_store(
     target: &Target,
     schema: Schema,
@@ -139,9 +185,9 @@ pub(crate) fn write_store(
     quiet: bool,
     extra: &[(&str, &[u8])],
     produce: impl FnOnce(&mut Sink) -> Result<()>,
-) -> Result<()> {
+) -> Result<u64> {
     let staged = Staged::new(&target.store, target.force)?;
-    let wants_dict = matches!(target.codec, CodecArg::ZstdDict);
+    let wants_dict = matches!(target.codec(), CodecArg::ZstdDict);
     // A dictionary trains on the settled data: import raw first, then recode.
     let first = if wants_dict {
         staged.aside("raw")
@@ -152,7 +198,7 @@ pub(crate) fn write_store(
     let codec = if wants_dict {
         Codec::Raw
     } else {
-        crate::codec(target.codec, None)?
+        crate::codec(target.codec(), None)?
     };
     let level = target.level.filter(|_| !wants_dict); // the raw staging copy has none
     let store = crate::create_store(&first, &schema, codec, level)?;
@@ -161,9 +207,11 @@ pub(crate) fn write_store(
         store,
         bar,
         bytes: 0,
+        records: 0,
     };
     produce(&mut sink)?;
     sink.bar.finish_and_clear();
+    let written = sink.records;
     let store = sink.store;
     if wants_dict {
         let dict = store
@@ -180,5 +228,6 @@ pub(crate) fn write_store(
         let path = staged.path().join(name);
         std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
     }
-    staged.commit()
+    staged.commit()?;
+    Ok(written)
 }

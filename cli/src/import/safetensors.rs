@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 use safetensors::{Dtype, SafeTensors};
 use zrecord::{DType, Schema};
 
-use super::write_store;
+use super::{Summary, write_store, wrote};
 use crate::Target;
 use crate::transfer::chunk_records;
 
@@ -21,13 +21,13 @@ pub(crate) struct Args {
     target: Target,
 }
 
-pub(crate) fn run(args: Args, quiet: bool) -> Result<()> {
+pub(crate) fn run(args: Args, quiet: bool) -> Result<Summary> {
     args.target.refuse_shard("safetensors")?;
     import(&args.file, &args.tensor, &args.target, quiet)
         .with_context(|| args.file.display().to_string())
 }
 
-fn import(file: &Path, tensor: &str, target: &Target, quiet: bool) -> Result<()> {
+fn import(file: &Path, tensor: &str, target: &Target, quiet: bool) -> Result<Summary> {
     let f = File::open(file).context("cannot open")?;
     // SAFETY: the map is read-only and lives only for this import; a file
     // truncated by another program meanwhile could fault, as with any map.
@@ -67,10 +67,11 @@ fn import(file: &Path, tensor: &str, target: &Target, quiet: bool) -> Result<()>
         dtype,
         item_shape: item_shape.to_vec(),
     };
-    write_store(target, schema, records as u64, quiet, &[], |sink| {
+    let written = write_store(target, schema, records as u64, quiet, &[], |sink| {
         for chunk in data.chunks(chunk_records(record_bytes) * record_bytes) {
             sink.dense(chunk)?;
         }
         Ok(())
-    })
+    })?;
+    Ok(wrote(written, target))
 }

@@ -1,5 +1,5 @@
-//! Running the `zrecord` command from tests, and finding the shared data
-//! sets next to the repository.
+//! Running the `zrecord` command from tests, and finding its fixtures and
+//! the real data sets.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -34,16 +34,23 @@ pub fn fails<S: AsRef<OsStr>>(mentions: &[&str], args: &[S]) -> String {
     stderr
 }
 
-/// `sub` of the shared data folder next to the repository, or `None` (after
-/// saying so) where it is absent: a user's clone has none.
-pub fn shared(sub: &str) -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared")
-        .join(sub);
-    if dir.exists() {
-        Some(dir)
+/// A fixture this crate ships in `tests/fixtures`.
+pub fn fixture(sub: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(sub)
+}
+
+/// `sub` of the real data sets in `$ZRECORD_DATA` (by default the
+/// checkout's `data/`), or `None` (after saying so) where it is absent: a
+/// fresh clone has none until the README's Data section is followed.
+pub fn data(sub: &str) -> Option<PathBuf> {
+    let root = std::env::var_os("ZRECORD_DATA").map_or_else(|| "data".into(), PathBuf::from);
+    let path = root.join(sub);
+    if path.exists() {
+        Some(path)
     } else {
-        println!("skipped: {} is absent", dir.display());
+        println!("skipped: {} is absent (set ZRECORD_DATA)", path.display());
         None
     }
 }

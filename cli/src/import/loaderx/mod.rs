@@ -51,7 +51,7 @@ trait Source {
     fn record(&self, i: u64, decoder: &mut Decoder) -> Result<(Vec<usize>, Vec<u8>)>;
 }
 
-pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
+pub(crate) fn run(args: &Args, quiet: bool) -> Result<super::Summary> {
     args.target.refuse_shard("loaderx")?;
     let source = open(&args.dir)?;
     let mut decoder = Decoder::new(source.compression())?;
@@ -63,7 +63,7 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
         },
         Schema::Ragged { dtype } => Schema::Ragged { dtype: *dtype },
     };
-    write_store(&args.target, shape, source.len(), quiet, &[], |sink| {
+    let written = write_store(&args.target, shape, source.len(), quiet, &[], |sink| {
         let mut i = 0;
         while i < source.len() {
             match source.shape() {
@@ -90,7 +90,8 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
         }
         Ok(())
     })
-    .with_context(|| args.dir.display().to_string())
+    .with_context(|| args.dir.display().to_string())?;
+    Ok(super::wrote(written, &args.target))
 }
 
 /// A store of either layout.

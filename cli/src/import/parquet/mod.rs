@@ -4,11 +4,16 @@
 //!
 //! Row groups are read one batch at a time, so memory stays bounded by a
 //! batch of rows whatever the size of the files.
+//!
+//! With `--tokenizer`, string columns are documents, tokenised as `import
+//! text` tokenises them (the same code) into ragged token stores; without
+//! it, a string is its UTF-8 bytes.
 
 mod column;
 
 use std::fs::File;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
@@ -20,8 +25,11 @@ use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
-use zrecord::{AnyStore, Codec};
+use rayon::prelude::*;
+use zrecord::{AnyStore, Codec, DynRaggedBatch};
 
+use super::Summary;
+use super::tokenizer::{Encoder, TokenArgs};
 use crate::staging::{RemoveOnDrop, Staged};
 use crate::{CodecArg, Target, progress, transfer};
 use column::{Converter, Fill};
@@ -66,6 +74,15 @@ pub(crate) struct Args {
     /// (one axis) — for lists whose inner lists differ in length.
     #[arg(long)]
     flatten: bool,
+    /// Tokenise string columns into ragged token stores (one record per
+    /// row, ending with the end-of-document token) as `import text` does:
+    /// `bytes`, an OpenAI encoding (`cl100k_base`, `o200k_base`, ...), or a
+    /// Hugging Face tokenizer.json file. Without it a string is its UTF-8
+    /// bytes (u8). A null string fails, or with --fill is an empty document.
+    #[arg(long)]
+    tokenizer: Option<String>,
+    #[command(flatten)]
+    tokens: TokenArgs,
     /// The folder to create, one store per column. Its codec options apply to every store.
     #[command(flatten)]
     target: Target,
@@ -77,15 +94,26 @@ struct Output {
     data_type: DataType,
     shape: StoreSchema,
     converter: Converter,
+    /// The tokenizer of a tokenised string column.
+    encoder: Option<Arc<Encoder>>,
+    /// A null of a tokenised column is an empty document (`--fill`).
+    empty_nulls: bool,
     store: AnyStore,
     /// Where the store is built (a raw store first, for zstd-dict).
     path: PathBuf,
 }
 
-pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
+pub(crate) fn run(args: &Args, quiet: bool) -> Result<Summary> {
     let files = parquet_files(&args.input)?;
+    let encoder = args
+        .tokenizer
+        .as_deref()
+        .map(|spec| Encoder::new(spec, &args.tokens).map(Arc::new))
+        .transpose()?;
     // A shard is a run of whole files.
-    let files = files[args.target.share(files.len())].to_vec();
+    let all_files = files.len();
+    let share = args.target.share(files.len());
+    let files = files[share.clone()].to_vec();
     if files.is_empty() {
         bail!("no Parquet files for this shard (fewer files than shards): use fewer shards");
     }
@@ -109,10 +137,10 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
     let staged = Staged::new(&target.store, target.force)?;
     std::fs::create_dir_all(staged.path())
         .with_context(|| format!("cannot create {}", staged.path().display()))?;
-    let dict = matches!(target.codec, CodecArg::ZstdDict);
+    let dict = matches!(target.codec(), CodecArg::ZstdDict);
     let codec = match dict {
         true => Codec::Raw,
-        false => crate::codec(target.codec, None)?,
+        false => crate::codec(target.codec(), None)?,
     };
     let mut outputs = Vec::new();
     for &i in &chosen {
@@ -121,8 +149,17 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
         if !is_plain_name(name) {
             bail!("column {name:?} cannot name a store folder");
         }
-        let shape = column::shape(name, field.data_type())?;
+        let tokenised = encoder
+            .as_ref()
+            .filter(|_| is_string(field.data_type()))
+            .cloned();
+        let shape = match &tokenised {
+            Some(e) => StoreSchema::Ragged { dtype: e.dtype() },
+            None => column::shape(name, field.data_type())?,
+        };
         let fill = match (&args.fill, &shape) {
+            // A tokenised column's null is an empty document.
+            (Some(_), _) if tokenised.is_some() => None,
             (Some(v), StoreSchema::Dense { dtype, .. } | StoreSchema::Ragged { dtype }) => {
                 Some(Fill::parse(v, *dtype).with_context(|| format!("column {name:?}"))?)
             }
@@ -144,8 +181,13 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
             )?,
             shape,
             converter: Converter::new(name, fill, args.flatten),
+            empty_nulls: args.fill.is_some() && tokenised.is_some(),
+            encoder: tokenised,
             path,
         });
+    }
+    if encoder.is_some() && outputs.iter().all(|o| o.encoder.is_none()) {
+        bail!("--tokenizer: none of the columns imported is a string column");
     }
 
     let bar = progress::records(quiet, rows, "import");
@@ -169,7 +211,43 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<()> {
             })
         })?;
     }
-    staged.commit()
+    staged.commit()?;
+    let tokenised: Vec<&str> = outputs_names(&chosen, &schema, encoder.is_some());
+    let shard = match args.target.shard {
+        Some((k, n)) => format!(
+            " (shard {k}/{n}: files {}..{} of {})",
+            share.start, share.end, all_files
+        ),
+        None => String::new(),
+    };
+    Ok(format!(
+        "imported {rows} rows of {} columns into {}{shard}{}",
+        chosen.len(),
+        target.store.display(),
+        match (&encoder, tokenised.is_empty()) {
+            (Some(e), false) => format!("; tokenised {} with {}", tokenised.join(", "), e.name()),
+            _ => String::new(),
+        }
+    )
+    .into())
+}
+
+/// The names of the chosen columns that `--tokenizer` tokenises.
+fn outputs_names<'s>(chosen: &[usize], schema: &'s Schema, tokenizer: bool) -> Vec<&'s str> {
+    chosen
+        .iter()
+        .map(|&i| schema.field(i))
+        .filter(|f| tokenizer && is_string(f.data_type()))
+        .map(|f| f.name().as_str())
+        .collect()
+}
+
+/// Whether a column holds strings (documents, under `--tokenizer`).
+fn is_string(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+    )
 }
 
 /// A row group of one of the files: what a reader thread decodes at a time.
@@ -385,6 +463,10 @@ fn dispatch<'f>(
 
 /// Appends one batch of a column to its store.
 fn append(o: &Output, array: &ArrayRef, row: u64) -> Result<()> {
+    if let (Some(encoder), AnyStore::Ragged(s)) = (&o.encoder, &o.store) {
+        s.append_batch(&tokenise(o, encoder, array, row)?)?;
+        return Ok(());
+    }
     match (&o.shape, &o.store) {
         (StoreSchema::Dense { dtype, .. }, AnyStore::Dense(s)) => {
             let values = o.converter.dense(array, *dtype, row)?;
@@ -396,6 +478,35 @@ fn append(o: &Output, array: &ArrayRef, row: u64) -> Result<()> {
         _ => unreachable!("stores are created from their shape"),
     }
     Ok(())
+}
+
+/// A batch of a string column as documents' tokens, in parallel.
+fn tokenise(o: &Output, encoder: &Encoder, array: &ArrayRef, row: u64) -> Result<DynRaggedBatch> {
+    use arrow_array::Array;
+    use arrow_array::cast::AsArray;
+    let text = |i: usize| -> Option<&str> {
+        if array.is_null(i) {
+            return None;
+        }
+        Some(match array.data_type() {
+            DataType::Utf8 => array.as_string::<i32>().value(i),
+            DataType::LargeUtf8 => array.as_string::<i64>().value(i),
+            _ => array.as_string_view().value(i),
+        })
+    };
+    let place = |i: usize| format!("column {:?} row {}", o.name, row + i as u64);
+    let encoded: Vec<Vec<u32>> = (0..array.len())
+        .into_par_iter()
+        .map(|i| match text(i) {
+            Some(t) => encoder.encode(t.as_bytes(), || place(i)),
+            None if o.empty_nulls => encoder.encode(b"", || place(i)),
+            None => bail!(
+                "{}: null (use --fill to import it as an empty document)",
+                place(i)
+            ),
+        })
+        .collect::<Result<_>>()?;
+    encoder.batch(&encoded, place)
 }
 
 /// Trains a dictionary on a column's raw store and recodes it into place.

@@ -1,10 +1,136 @@
-//! The tokenizers `import text` knows: bytes, OpenAI's BPE encodings
-//! (`tiktoken-rs`, carried inside the crate) and Hugging Face tokenizer.json
-//! files (`tokenizers`).
+//! The tokenizers of `import text` and `import parquet --tokenizer`: bytes,
+//! OpenAI's BPE encodings (`tiktoken-rs`, carried inside the crate) and
+//! Hugging Face tokenizer.json files (`tokenizers`); and the [`Encoder`]
+//! both importers tokenise documents with.
 
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
+use zrecord::{DType, DynRaggedBatch, Element, RaggedBatch};
+
+/// How documents become tokens: the options `import text` and `import
+/// parquet` share (each names its own `--tokenizer`).
+#[derive(clap::Args, Clone)]
+pub(crate) struct TokenArgs {
+    /// The token ending every document: an id, a token of the tokenizer, or
+    /// `none`. Default: the newline byte (10) for bytes, `<|endoftext|>`
+    /// for OpenAI encodings, `<|endoftext|>`, `</s>` or `<eos>` — whichever
+    /// a tokenizer.json has.
+    #[arg(long, requires = "tokenizer")]
+    eod: Option<String>,
+    /// The token dtype of the store.
+    #[arg(long, value_enum, default_value = "u32")]
+    dtype: TokenDType,
+    /// Replace invalid UTF-8 with U+FFFD rather than stop (tokenizers other
+    /// than `bytes` read UTF-8; `bytes` takes any bytes as they are).
+    #[arg(long, requires = "tokenizer")]
+    lossy: bool,
+}
+
+/// Token dtypes a token store may have.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum TokenDType {
+    U8,
+    U16,
+    U32,
+}
+
+/// A tokenizer with its end-of-document token, dtype and UTF-8 policy.
+pub(crate) struct Encoder {
+    tokenizer: Tokenizer,
+    eod: Option<u32>,
+    lossy: bool,
+    dtype: DType,
+}
+
+impl Encoder {
+    /// The tokenizer `spec` (see [`Tokenizer::load`]) with `args`.
+    pub(crate) fn new(spec: &str, args: &TokenArgs) -> Result<Encoder> {
+        let tokenizer = Tokenizer::load(spec)?;
+        let eod = tokenizer.eod(args.eod.as_deref())?;
+        let dtype = match args.dtype {
+            TokenDType::U8 => DType::U8,
+            TokenDType::U16 => DType::U16,
+            TokenDType::U32 => DType::U32,
+        };
+        Ok(Encoder {
+            tokenizer,
+            eod,
+            lossy: args.lossy,
+            dtype,
+        })
+    }
+
+    /// The dtype of the token store.
+    pub(crate) fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The tokenizer's name.
+    pub(crate) fn name(&self) -> &str {
+        self.tokenizer.name()
+    }
+
+    /// One document's tokens, the end-of-document token last. `place`
+    /// names the document in errors (`line 3`, `row 7`).
+    pub(crate) fn encode(&self, bytes: &[u8], place: impl Fn() -> String) -> Result<Vec<u32>> {
+        let tokenizer = &self.tokenizer;
+        let mut tokens = if tokenizer.reads_bytes() {
+            tokenizer.encode_bytes(bytes)
+        } else {
+            match std::str::from_utf8(bytes) {
+                Ok(text) => tokenizer.encode(text)?,
+                Err(_) if self.lossy => tokenizer.encode(&String::from_utf8_lossy(bytes))?,
+                Err(e) => bail!(
+                    "{}: invalid UTF-8 at byte {} of the document (use --lossy to replace it with U+FFFD)",
+                    place(),
+                    e.valid_up_to()
+                ),
+            }
+        };
+        tokens.extend(self.eod);
+        Ok(tokens)
+    }
+
+    /// Documents' tokens as a ragged batch of the store's dtype, refusing
+    /// a token id the dtype cannot hold; `place(i)` names document `i`.
+    pub(crate) fn batch(
+        &self,
+        encoded: &[Vec<u32>],
+        place: impl Fn(usize) -> String,
+    ) -> Result<DynRaggedBatch> {
+        match self.dtype {
+            DType::U8 => narrow::<u8>(encoded, place),
+            DType::U16 => narrow::<u16>(encoded, place),
+            _ => narrow::<u32>(encoded, place),
+        }
+    }
+}
+
+/// The documents as a ragged batch of `T`.
+fn narrow<T>(encoded: &[Vec<u32>], place: impl Fn(usize) -> String) -> Result<DynRaggedBatch>
+where
+    T: Element + TryFrom<u32>,
+{
+    let mut batch = RaggedBatch::<T>::new();
+    let mut values = Vec::new();
+    for (i, tokens) in encoded.iter().enumerate() {
+        values.clear();
+        for &t in tokens {
+            match T::try_from(t) {
+                Ok(v) => values.push(v),
+                Err(_) => bail!(
+                    "{}: token id {t} does not fit the store's dtype {} (use --dtype u32)",
+                    place(i),
+                    T::DTYPE
+                ),
+            }
+        }
+        batch.push(&[values.len()], &values)?;
+    }
+    Ok(batch.into())
+}
 
 /// A loaded tokenizer.
 pub(crate) enum Tokenizer {
