@@ -118,6 +118,53 @@ fn an_image_folder_imports_encoded_bytes_labels_classes_and_paths() {
     assert_eq!(lines(&out.join("paths.txt")), paths);
 }
 
+/// The stream names the Burn and loader READMEs train on (`images`,
+/// `labels`) are the ones an import writes: the loader opens them read-only
+/// and every image in a batch decodes to the file it came from.
+#[test]
+fn the_loader_trains_on_an_import_by_the_names_the_readmes_use() {
+    use zrecord_loader::{Loader, Mode, Stream};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("photos");
+    let files = image_folder(&root);
+    let out = dir.path().join("train");
+    let output = zrecord(&[&"-q", &"import", &"images", &root, &out]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    let mut loader = Loader::builder(2)
+        .stream("images", Stream::open(out.join("images")).unwrap())
+        .stream("labels", Stream::open(out.join("labels")).unwrap())
+        .mode(Mode::Cyclic)
+        .seed(1)
+        .build()
+        .unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let batch = loader.next_batch().unwrap();
+        let images = batch.ragged::<u8>("images").unwrap();
+        let labels = batch.dense::<i64>("labels").unwrap();
+        for (k, &record) in batch.indices().iter().enumerate() {
+            let (_, bytes, label) = &files[record as usize];
+            let stored = images.get(k).unwrap();
+            assert_eq!(stored.as_slice().unwrap(), &bytes[..]);
+            let mut image = zrecord_vision::RgbImage::default();
+            zrecord_vision::decode(stored.as_slice().unwrap(), &mut image).unwrap();
+            assert_eq!(labels[k], *label);
+            seen.push(record);
+        }
+    }
+    seen.sort_unstable();
+    assert_eq!(
+        seen,
+        [0, 1, 2, 3],
+        "one cyclic epoch serves every image once"
+    );
+}
+
 #[test]
 fn resize_decodes_once_into_square_rgb_records() {
     let dir = tempfile::tempdir().unwrap();
