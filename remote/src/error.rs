@@ -70,9 +70,10 @@ pub enum Error {
         url: String,
         /// The bucket's name.
         bucket: String,
-        /// What the object store said.
-        #[source]
-        source: object_store::Error,
+        /// What the server answered. Not the error's source: the message
+        /// already says all of it, where the store's error chain repeats the
+        /// server's answer once per layer.
+        answer: Box<object_store::Error>,
     },
 
     /// Listing the store's objects failed.
@@ -222,7 +223,7 @@ impl Error {
         Error::NoBucket {
             url: url.into(),
             bucket: bucket_of(url),
-            source,
+            answer: Box::new(source),
         }
     }
 

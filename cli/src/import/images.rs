@@ -207,8 +207,14 @@ pub(crate) fn run(args: &Args, quiet: bool) -> Result<Summary> {
         ),
         None => String::new(),
     };
+    // Every shard scans the whole folder: say so, lest shards' counts be summed.
+    let whole = if args.target.shard.is_some() {
+        " of the whole folder"
+    } else {
+        ""
+    };
     let line = format!(
-        "imported {} images, skipped {} as corrupt, ignored {ignored} non-image files; {} classes, \
+        "imported {} images, skipped {} as corrupt, ignored {ignored} non-image files{whole}; {} classes, \
          {codec_note}, into {}{shard_note}",
         kept.len(),
         skipped.len(),
