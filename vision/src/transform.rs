@@ -5,8 +5,9 @@ use std::cell::RefCell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use fast_image_resize::images::{Image, ImageRef};
-use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
+use fast_image_resize::images::{TypedImage, TypedImageRef};
+use fast_image_resize::pixels::U8x3;
+use fast_image_resize::{FilterType, ResizeAlg, ResizeOptions, Resizer};
 
 use crate::rng::ImageRng;
 use crate::{Error, Result, RgbImage, decode};
@@ -407,29 +408,23 @@ impl Transform {
             decode(encoded, decoded)?;
             let (left, top, width, height) = self.region(decoded.width, decoded.height, &mut rng);
             let flip = self.flip > 0.0 && rng.unit() < self.flip;
-            let src = ImageRef::new(
-                decoded.width,
-                decoded.height,
-                decoded.pixels(),
-                PixelType::U8x3,
-            )
-            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+            // Typed RGB views: the untyped `resize` would compile the
+            // resizer for every pixel type: four times this crate's build.
+            let src =
+                TypedImageRef::<U8x3>::from_buffer(decoded.width, decoded.height, decoded.pixels())
+                    .map_err(|e| Error::InvalidArgument(e.to_string()))?;
             let len = self.image_len();
             if resized.len() < len {
                 resized.resize(len, 0);
             }
-            let mut dst = Image::from_slice_u8(
-                self.width,
-                self.height,
-                &mut resized[..len],
-                PixelType::U8x3,
-            )
-            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+            let mut dst =
+                TypedImage::<U8x3>::from_buffer(self.width, self.height, &mut resized[..len])
+                    .map_err(|e| Error::InvalidArgument(e.to_string()))?;
             let options = ResizeOptions::new()
                 .resize_alg(ResizeAlg::Convolution(FilterType::Bilinear))
                 .crop(left, top, width, height);
             resizer
-                .resize(&src, &mut dst, &options)
+                .resize_typed(&src, &mut dst, &options)
                 .map_err(|e| Error::InvalidArgument(e.to_string()))?;
             write(&resized[..len], flip);
             Ok(())
