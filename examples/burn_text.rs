@@ -38,9 +38,8 @@ use burn::train::{
 };
 use zrecord::{Codec, DenseStore, RaggedStore};
 use zrecord_burn::{
-    Batch, EpochReport, Mode, StoreDataLoader, Stream, dense_tensor, ragged_padded,
+    Batch, EpochReport, Mode, Padding, StoreDataLoader, Stream, dense_tensor, ragged_padded,
 };
-use zrecord_loader::Padding;
 
 /// The first New Testament verse (Matthew 1:1) is line 23,146 of the file.
 const NEW_TESTAMENT_FROM: usize = 23_145;
