@@ -227,23 +227,7 @@ fn print_dataset(v: &Value) {
     println!("shards       {}", shards.len());
     println!("bytes        {}", v["bytes"]);
     println!();
-    println!(
-        "{:<24} {:>7} {:>8} {:<16} {:>12} {:>14} {:>14} {:<10}",
-        "stream", "kind", "dtype", "item shape", "records", "bytes", "logical bytes", "codec"
-    );
-    for s in streams {
-        println!(
-            "{:<24} {:>7} {:>8} {:<16} {:>12} {:>14} {:>14} {:<10}",
-            text(&s["name"]),
-            text(&s["kind"]),
-            text(&s["dtype"]),
-            text(&s["item_shape"]),
-            text(&s["records"]),
-            text(&s["bytes"]),
-            text(&s["logical_bytes"]),
-            text(&s["codec"]),
-        );
-    }
+    print_store_rows("stream", streams);
     println!();
     println!("{:<24} {:>12} {:>14}", "shard", "records", "bytes");
     for s in shards {
@@ -268,11 +252,17 @@ fn print_stores(v: &Value) {
     println!("stores       {}", text(&v["path"]));
     println!("bytes        {}", v["bytes"]);
     println!();
+    print_store_rows("store", stores);
+}
+
+/// One line per store or stream: name (headed `first`), kind, dtype, item
+/// shape, records, bytes, logical bytes, codec.
+fn print_store_rows(first: &str, rows: &[Value]) {
     println!(
         "{:<24} {:>7} {:>8} {:<16} {:>12} {:>14} {:>14} {:<10}",
-        "store", "kind", "dtype", "item shape", "records", "bytes", "logical bytes", "codec"
+        first, "kind", "dtype", "item shape", "records", "bytes", "logical bytes", "codec"
     );
-    for s in stores {
+    for s in rows {
         println!(
             "{:<24} {:>7} {:>8} {:<16} {:>12} {:>14} {:>14} {:<10}",
             text(&s["name"]),
