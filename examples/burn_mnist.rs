@@ -9,20 +9,19 @@
 //!
 //! ```text
 //! cargo run --release --example burn_mnist -- MNIST_DIR [--epochs N] [--batch B] [--stores DIR]
-//! cargo run --release --example burn_mnist --features remote -- MNIST_DIR --via s3://bucket/mnist
+//! cargo run --release --example burn_mnist -- MNIST_DIR --via s3://bucket/mnist
 //! ```
 //!
 //! Each split is written as a sharded dataset (`--shards N`, default 1) and
-//! read through `Dataset`. With `--via URL` (and the example built with
-//! feature `remote`) both splits are pushed to object storage and the model
-//! trains from there, through a local cache: credentials, region and
+//! read through `Dataset`. With `--via URL` both splits are pushed to object
+//! storage and the model trains from there, through a local cache: credentials, region and
 //! endpoint come from the environment (`AWS_ACCESS_KEY_ID`,
 //! `AWS_ENDPOINT_URL`, …).
 //!
 //! Where to get the files: see the README ("Burn"). This file is
 //! self-contained: copy it into a crate of your own along with the
-//! dependencies the README's Burn section lists, and zrecord's `idx` feature
-//! (and `zrecord-remote` for `--via`).
+//! dependencies the README's Burn section lists, zrecord's `idx` feature and
+//! `zrecord-remote` (for `--via`).
 
 use std::error::Error;
 use std::path::{Path, PathBuf};
@@ -54,7 +53,6 @@ struct Options {
     /// Object storage to push the datasets to and train from.
     via: Option<String>,
     /// How to reach it (from the environment).
-    #[cfg(feature = "remote")]
     remote: zrecord_remote::RemoteOptions,
 }
 
@@ -69,7 +67,6 @@ fn options() -> Result<Options, String> {
         batch: 128,
         shards: 1,
         via: None,
-        #[cfg(feature = "remote")]
         remote: zrecord_remote::RemoteOptions::new(),
     };
     let mut data = None;
@@ -178,7 +175,6 @@ fn open_splits(options: &Options) -> Result<(Dataset, Dataset), Box<dyn Error>> 
     }
 }
 
-#[cfg(feature = "remote")]
 mod remote {
     use super::*;
     use zrecord_remote::{open_dataset, push};
@@ -208,18 +204,6 @@ mod remote {
             Ok(open_dataset(&target, reading)?)
         };
         Ok((open("train")?, open("t10k")?))
-    }
-}
-
-#[cfg(not(feature = "remote"))]
-mod remote {
-    use super::*;
-
-    pub(crate) fn push_and_open(
-        _: &Options,
-        _: &str,
-    ) -> Result<(Dataset, Dataset), Box<dyn Error>> {
-        Err("--via needs object storage: build the example with `--features remote`".into())
     }
 }
 
@@ -412,11 +396,11 @@ fn train(options: &Options) -> Result<f64, Box<dyn Error>> {
 
 /// The S3-compatible test server the remote tests use (started here when
 /// `ZRECORD_S3_ENDPOINT` names none).
-#[cfg(all(test, feature = "remote"))]
+#[cfg(test)]
 #[path = "../remote/tests/support/mod.rs"]
 mod support;
 
-#[cfg(all(test, feature = "remote"))]
+#[cfg(test)]
 mod tests {
     use std::io::Read;
 

@@ -4,7 +4,7 @@
 //! `cold` reads from disk, `levels` zstd_dict per level), then the targets.
 //!
 //! ```text
-//! cargo run --release -p zrecord-benches --features peers --bin compare -- [--quick] [--only a,b,c,d,e,cold,levels] [--json PATH]
+//! cargo run --release -p zrecord-benches --bin compare -- [--quick] [--only a,b,c,d,e,cold,levels] [--json PATH]
 //! ```
 
 use std::path::PathBuf;
