@@ -469,7 +469,7 @@ mod tests {
         if dir.is_dir() {
             Some(dir)
         } else {
-            println!("skipped: {} is absent", dir.display());
+            zrecord_testkit::skip(format!("{} is absent (set ZRECORD_DATA)", dir.display()));
             None
         }
     }

@@ -452,7 +452,7 @@ mod tests {
 
     #[test]
     fn trains_from_a_sharded_dataset_in_s3() {
-        let endpoint = server_or_skip!();
+        let (endpoint, _watchdog) = server_or_skip!();
         let dir = tempfile::tempdir().unwrap();
         digits_as_idx(dir.path());
         let bucket = support::bucket(endpoint, "burn-mnist");

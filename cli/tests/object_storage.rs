@@ -125,7 +125,7 @@ fn round_trip(endpoint: &str, local: &Path, url: &str, work: &Path) {
 
 #[test]
 fn a_store_pushed_reads_by_url_as_it_reads_locally() {
-    let endpoint = server_or_skip!();
+    let (endpoint, _watchdog) = server_or_skip!();
     let bucket = support::bucket(endpoint, "cli-store");
     let dir = tempfile::tempdir().expect("temp dir");
     let d = dir.path();
@@ -168,7 +168,7 @@ fn a_store_pushed_reads_by_url_as_it_reads_locally() {
 
 #[test]
 fn a_sharded_dataset_pushed_reads_by_url_as_it_reads_locally() {
-    let endpoint = server_or_skip!();
+    let (endpoint, _watchdog) = server_or_skip!();
     let bucket = support::bucket(endpoint, "cli-dataset");
     let dir = tempfile::tempdir().expect("temp dir");
     let d = dir.path();
@@ -201,7 +201,7 @@ fn a_sharded_dataset_pushed_reads_by_url_as_it_reads_locally() {
 #[cfg(feature = "images")]
 #[test]
 fn a_folder_of_stores_pushed_reads_by_url_as_it_reads_locally() {
-    let endpoint = server_or_skip!();
+    let (endpoint, _watchdog) = server_or_skip!();
     let bucket = support::bucket(endpoint, "cli-stores");
     let dir = tempfile::tempdir().expect("temp dir");
     let d = dir.path();

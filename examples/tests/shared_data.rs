@@ -11,7 +11,7 @@ fn shared(sub: &str) -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
-        println!("skipped: {} is absent", dir.display());
+        zrecord_testkit::skip(format!("{} is absent (set ZRECORD_DATA)", dir.display()));
         None
     }
 }

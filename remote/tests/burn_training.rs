@@ -75,7 +75,7 @@ fn write_digits(dir: &std::path::Path, shards: usize) {
 
 #[test]
 fn a_perceptron_learns_the_digits_from_s3() {
-    let endpoint = server_or_skip!();
+    let (endpoint, _watchdog) = server_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     write_digits(dir.path(), 3);
     let bucket = support::bucket(endpoint, "digits");
@@ -133,7 +133,7 @@ fn a_perceptron_learns_the_digits_from_s3() {
 
 #[test]
 fn a_dataset_without_its_manifest_is_an_unfinished_upload() {
-    let endpoint = server_or_skip!();
+    let (endpoint, _watchdog) = server_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     write_digits(dir.path(), 2);
     std::fs::remove_file(dir.path().join("dataset.zr")).unwrap();

@@ -35,7 +35,7 @@ fn uploaded(endpoint: &str) -> String {
 
 #[test]
 fn counters_show_fetches_then_cache_hits() {
-    let endpoint = server_or_skip!();
+    let (endpoint, _watchdog) = server_or_skip!();
     let url = uploaded(endpoint);
     let cache = tempfile::tempdir().unwrap();
     let options = || {
@@ -66,7 +66,7 @@ fn counters_show_fetches_then_cache_hits() {
 
 #[test]
 fn a_failed_read_is_an_error_at_its_step_not_a_hang() {
-    let endpoint = server_or_skip!();
+    let (endpoint, _watchdog) = server_or_skip!();
     let url = uploaded(endpoint);
     let proxy = Proxy::start(endpoint);
     let options = support::s3_options(&proxy.endpoint)

@@ -128,7 +128,7 @@ fn ranks(
 
 #[test]
 fn four_ranks_then_three_see_the_one_process_global_batches() {
-    let endpoint = server_or_skip!();
+    let (endpoint, _watchdog) = server_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     // 1,000 records in four shards of 250, written one by one and joined.
     for k in 0..4u64 {

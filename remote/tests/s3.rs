@@ -62,7 +62,7 @@ fn remote_error(e: &zrecord::Error) -> Option<&zrecord_remote::Error> {
 
 #[test]
 fn remote_gathers_equal_local_ones_with_and_without_a_cache() {
-    let endpoint = server_or_skip!();
+    let (endpoint, _watchdog) = server_or_skip!();
     let (dir, bucket) = uploaded(endpoint);
     let local = zrecord::OpenOptions::new()
         .read_only(true)
@@ -110,7 +110,7 @@ fn remote_gathers_equal_local_ones_with_and_without_a_cache() {
 
 #[test]
 fn writes_are_refused_and_a_missing_folder_is_not_a_store() {
-    let endpoint = server_or_skip!();
+    let (endpoint, _watchdog) = server_or_skip!();
     let (_dir, bucket) = uploaded(endpoint);
     let remote = Arc::new(
         Remote::open(
@@ -144,7 +144,7 @@ fn writes_are_refused_and_a_missing_folder_is_not_a_store() {
 
 #[test]
 fn retries_mend_unavailable_dropped_and_truncated_answers() {
-    let endpoint = server_or_skip!();
+    let (endpoint, _watchdog) = server_or_skip!();
     let (dir, bucket) = uploaded(endpoint);
     let local = zrecord::OpenOptions::new()
         .read_only(true)
@@ -171,7 +171,7 @@ fn retries_mend_unavailable_dropped_and_truncated_answers() {
 
 #[test]
 fn a_read_that_cannot_succeed_fails_fast_naming_object_and_range() {
-    let endpoint = server_or_skip!();
+    let (endpoint, _watchdog) = server_or_skip!();
     let (_dir, bucket) = uploaded(endpoint);
     let proxy = Proxy::start(endpoint);
     let url = format!("s3://{bucket}/sets/dense");
@@ -245,7 +245,7 @@ fn child_stalled_download() {
 #[test]
 fn a_killed_download_leaves_no_lock_behind() {
     use std::io::BufRead;
-    let endpoint = server_or_skip!();
+    let (endpoint, _watchdog) = server_or_skip!();
     let (dir, bucket) = uploaded(endpoint);
     let url = format!("s3://{bucket}/sets/dense");
     let cache = tempfile::tempdir().unwrap();

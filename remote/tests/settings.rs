@@ -119,7 +119,7 @@ fn an_https_endpoint_gets_a_tls_provider() {
 #[test]
 fn the_environment_alone_reaches_an_s3_compatible_server() {
     if !is_child() {
-        let endpoint = server_or_skip!();
+        let (endpoint, _watchdog) = server_or_skip!();
         let dir = tempfile::tempdir().unwrap();
         store(dir.path());
         let bucket = support::bucket(endpoint, "env");
@@ -150,7 +150,7 @@ fn the_environment_alone_reaches_an_s3_compatible_server() {
 
 #[test]
 fn a_missing_bucket_is_named_with_how_to_create_it() {
-    let endpoint = server_or_skip!();
+    let (endpoint, _watchdog) = server_or_skip!();
     let bucket = format!("no-such-bucket-{}", std::process::id());
     let url = format!("s3://{bucket}/sets/one");
     let options = support::s3_options(endpoint);

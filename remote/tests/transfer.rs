@@ -24,7 +24,7 @@ fn dataset(dir: &std::path::Path) {
 
 #[test]
 fn a_pushed_dataset_reads_back_equal_and_pulls_back_whole() {
-    let endpoint = server_or_skip!();
+    let (endpoint, _watchdog) = server_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     dataset(dir.path());
     let bucket = support::bucket(endpoint, "push");
@@ -80,7 +80,7 @@ fn a_pushed_dataset_reads_back_equal_and_pulls_back_whole() {
 
 #[test]
 fn an_interrupted_push_is_an_incomplete_upload_not_a_store() {
-    let endpoint = server_or_skip!();
+    let (endpoint, _watchdog) = server_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     dataset(dir.path());
     let bucket = support::bucket(endpoint, "cut");
@@ -110,7 +110,7 @@ fn an_interrupted_push_is_an_incomplete_upload_not_a_store() {
 
 #[test]
 fn a_dataset_reads_its_shards_from_local_folders_and_object_storage_mixed() {
-    let endpoint = server_or_skip!();
+    let (endpoint, _watchdog) = server_or_skip!();
     let dir = tempfile::tempdir().unwrap();
     for (k, labels) in [vec![0i64, 1, 2], vec![3, 4]].into_iter().enumerate() {
         let shard = dir.path().join(zrecord::shard_folder(k as u64, 2));

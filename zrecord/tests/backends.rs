@@ -232,3 +232,62 @@ proptest! {
         }
     }
 }
+
+/// `O_DIRECT` reads really go around the page cache. Where the temporary
+/// folder refuses `O_DIRECT` (tmpfs), the store reads through the cache —
+/// correct, but then the `ZRECORD_O_DIRECT=1` pass over this file tests
+/// nothing new, so this test skips (and fails under CI's `ZRECORD_NO_SKIP`).
+#[cfg(target_os = "linux")]
+#[test]
+fn o_direct_reads_leave_the_page_cache_cold() {
+    use std::os::unix::fs::OpenOptionsExt;
+
+    use zrecord::DenseStore;
+    use zrecord::storage::Io;
+    use zrecord::storage::page_cache::{evict, residency};
+
+    const RECORDS: u64 = 64;
+    const BYTES: usize = 16 << 10;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    {
+        let store = DenseStore::<u8>::create(&path, &[BYTES], Codec::Raw).unwrap();
+        for k in 0..RECORDS {
+            store.append(&vec![k as u8; BYTES]).unwrap();
+        }
+        store.sync().unwrap();
+    }
+    let probe = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path.join("meta.zr"));
+    let cold = evict(&path).unwrap();
+    if let Err(e) = probe {
+        zrecord_testkit::skip(format!(
+            "O_DIRECT is refused in {} ({e})",
+            dir.path().display()
+        ));
+        return;
+    }
+    assert!(cold.share() < 0.05, "evicted, yet {cold:?}");
+    let store: DenseStore<u8> = OpenOptions::new()
+        .read_only(true)
+        .io(Io::Direct)
+        .o_direct(true)
+        .open(&path)
+        .unwrap();
+    let indices: Vec<u64> = (0..RECORDS).rev().collect();
+    let batch = store.gather(&indices).unwrap();
+    let batch = batch.as_slice().unwrap();
+    for (k, &i) in indices.iter().enumerate() {
+        assert!(
+            batch[k * BYTES..(k + 1) * BYTES]
+                .iter()
+                .all(|&b| b == i as u8)
+        );
+    }
+    // The store's small files (meta, tables) are read through the cache;
+    // its 1 MiB of data is not.
+    let after = residency(&path).unwrap();
+    assert!(after.resident < RECORDS * BYTES as u64 / 8, "{after:?}");
+}

@@ -324,7 +324,7 @@ fn a_two_gib_record_is_verified_in_bounded_memory_and_repeats_cannot_overflow() 
     child_entry();
     let _serial = serial();
     if !on_linux() {
-        println!("skipped: needs /proc/self/status");
+        zrecord_testkit::skip("peak memory needs /proc/self/status (Linux)");
         return;
     }
     // A dense store of one 2 GiB u8 record (zeros): the largest the format

@@ -50,7 +50,7 @@ pub fn data(sub: &str) -> Option<PathBuf> {
     if path.exists() {
         Some(path)
     } else {
-        println!("skipped: {} is absent (set ZRECORD_DATA)", path.display());
+        zrecord_testkit::skip(format!("{} is absent (set ZRECORD_DATA)", path.display()));
         None
     }
 }

@@ -214,7 +214,7 @@ fn mnist_test_split_trains_and_serves() {
         .map_or_else(|| "data".into(), std::path::PathBuf::from)
         .join("mnist");
     if !data.is_dir() {
-        println!("skipped: {} is absent", data.display());
+        zrecord_testkit::skip(format!("{} is absent (set ZRECORD_DATA)", data.display()));
         return;
     }
     let dir = tempfile::tempdir().unwrap();

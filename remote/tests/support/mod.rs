@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use zrecord_remote::RemoteOptions;
 
 /// The server's `http://host:port`, or why there is none (the test then
-/// prints the reason and passes without running).
+/// skips, saying why; under CI's `ZRECORD_NO_SKIP` it fails).
 pub(crate) fn endpoint() -> Result<&'static str, &'static str> {
     static ENDPOINT: OnceLock<Result<String, String>> = OnceLock::new();
     ENDPOINT
@@ -29,14 +29,25 @@ pub(crate) fn endpoint() -> Result<&'static str, &'static str> {
         .map_err(String::as_str)
 }
 
-/// Returns the endpoint, or prints why the calling test is skipped.
+/// How long one remote test may run before its watchdog fails the suite.
+pub(crate) const TEST_LIMIT: Duration = Duration::from_secs(300);
+
+/// The endpoint and a watchdog over the calling test (a hang fails the
+/// suite after [`TEST_LIMIT`] instead of stalling it) — or, with no server,
+/// a skip that says why (a failure under CI's `ZRECORD_NO_SKIP`).
 #[macro_export]
 macro_rules! server_or_skip {
     () => {
         match support::endpoint() {
-            Ok(endpoint) => endpoint,
+            Ok(endpoint) => (
+                endpoint,
+                zrecord_testkit::watchdog(
+                    concat!("the test at ", file!(), ":", line!()),
+                    support::TEST_LIMIT,
+                ),
+            ),
             Err(reason) => {
-                eprintln!("skipped: no S3-compatible server: {reason}");
+                zrecord_testkit::skip(format!("no S3-compatible server: {reason}"));
                 return;
             }
         }

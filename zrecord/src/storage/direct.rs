@@ -428,7 +428,10 @@ mod tests {
         let (file, bytes, spans) = fixture();
         let uncached = crate::storage::disk::open_uncached(file.path(), file.as_file());
         if uncached.is_none() {
-            eprintln!("O_DIRECT is refused here: only ordinary reads are checked");
+            zrecord_testkit::skip(format!(
+                "O_DIRECT reads: refused in {} (tmpfs?); set TMPDIR to a disk",
+                std::env::temp_dir().display()
+            ));
         }
         for uncached in [None, uncached.as_ref()] {
             let source = Source {
@@ -470,7 +473,9 @@ mod tests {
     #[test]
     fn io_uring_fills_every_buffer_merged_or_not() {
         if !uring::available() {
-            eprintln!("skipped: io_uring is refused here");
+            zrecord_testkit::skip(
+                "io_uring is refused here (kernel, seccomp or io_uring_disabled)",
+            );
             return;
         }
         check(|source, runs| uring::read_runs(source, runs).unwrap());

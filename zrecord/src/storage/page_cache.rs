@@ -133,11 +133,8 @@ mod tests {
 
     #[test]
     fn evicted_files_are_not_resident_and_read_files_are() {
-        // tmpfs keeps every page resident; use a folder on the real disk.
-        let base = std::env::var_os("CARGO_TARGET_TMPDIR")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(std::env::temp_dir);
-        let dir = tempfile::tempdir_in(base).unwrap();
+        // tmpfs keeps every page resident: TMPDIR must be on a disk.
+        let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("a"), vec![7u8; 1 << 20]).unwrap();
         let _ = fs::read(dir.path().join("a")).unwrap();
         let warm = residency(dir.path()).unwrap();
@@ -145,7 +142,10 @@ mod tests {
         let cold = evict(dir.path()).unwrap();
         assert_eq!(cold.total, 1 << 20);
         if cold.resident == warm.resident && warm.resident == warm.total {
-            eprintln!("skipped: this file system keeps every page resident (tmpfs?)");
+            zrecord_testkit::skip(format!(
+                "eviction: {} keeps every page resident (tmpfs?); set TMPDIR to a disk",
+                dir.path().display()
+            ));
             return;
         }
         // A few pages may be held for a moment (valgrind holds four).
