@@ -131,7 +131,8 @@ macro_rules! store_methods {
         /// `len - 1` may now be at a deleted index. The space is reclaimed by
         /// [`compact`](Self::compact). A delete is all or nothing: a process
         /// killed in the middle leaves a journal that the next `open` uses
-        /// to finish it.
+        /// to finish it. It syncs before and after, so once it returns it
+        /// survives power loss too (and so does everything committed before).
         ///
         /// # Errors
         /// [`Error::IndexOutOfRange`](crate::Error::IndexOutOfRange) before
@@ -144,11 +145,14 @@ macro_rules! store_methods {
         /// Reclaims the bytes of deleted records in place, then syncs.
         ///
         /// Live records are repacked in physical order, each moving only
-        /// toward the start of the store, so no scratch space is needed and
-        /// the store is consistent between any two records. A record that
-        /// moves onto its own old bytes is journaled first, so a process
-        /// killed in the middle of compacting loses nothing: the next `open`
-        /// redoes that one move (FORMAT.md, "Compaction journal").
+        /// toward the start of the store (a few, at most 16 MiB, may first be
+        /// copied past its end), so no scratch file is needed and the store
+        /// is consistent between any two records. A record that moves onto
+        /// its own old bytes is journaled first, so a process killed in the
+        /// middle of compacting loses nothing: the next `open` redoes that
+        /// one move (FORMAT.md, "Compaction journal"). Moves are made
+        /// durable in batches before anything they free is overwritten, so a
+        /// power cut in the middle loses nothing either.
         ///
         /// # Errors
         /// [`Error::Io`](crate::Error::Io) or a corrupt record table; a store

@@ -19,6 +19,7 @@
 //! | `append:table` | an append wrote its table entries, not the header (the commit) |
 //! | `compact:journaled` | a compaction journaled a move, before writing the record |
 //! | `compact:moved` | a compaction wrote a moved record, before its table entry |
+//! | `compact:relocated` | a compaction copied records past the frontier and pointed their table entries there |
 //! | `compact:entry` | a compaction wrote a moved record's table entry, before clearing the journal |
 //! | `delete:journaled` | a delete wrote its journal, before moving any table entry |
 //! | `delete:entry` | a delete moved one table entry (or skipped one that needs none) |
@@ -27,6 +28,24 @@
 /// The environment variable that arms a hold point.
 #[cfg(feature = "internals")]
 pub const HOLD_ENV: &str = "ZRECORD_TEST_HOLD";
+
+/// The environment variable that keeps compaction from copying records past
+/// the frontier, so the tests reach its journaled moves (every record moving
+/// onto its own old bytes) however much room the tail chunk has.
+#[cfg(feature = "internals")]
+pub const NO_RELOCATE_ENV: &str = "ZRECORD_TEST_NO_RELOCATE";
+
+/// Whether [`NO_RELOCATE_ENV`] is set.
+#[cfg(feature = "internals")]
+pub(crate) fn relocation_off() -> bool {
+    std::env::var_os(NO_RELOCATE_ENV).is_some()
+}
+
+#[cfg(not(feature = "internals"))]
+#[inline(always)]
+pub(crate) fn relocation_off() -> bool {
+    false
+}
 
 /// The line (then a space, the point and the count) printed on stderr at a hold.
 #[cfg(feature = "internals")]

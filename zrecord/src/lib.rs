@@ -137,7 +137,7 @@ pub use ragged::{DynRaggedStore, RaggedStore};
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod test_hooks {
-    pub use crate::hooks::{HELD, HOLD_ENV};
+    pub use crate::hooks::{HELD, HOLD_ENV, NO_RELOCATE_ENV};
 }
 pub use ragged_batch::{DynRaggedBatch, RaggedBatch, RaggedLayout};
 

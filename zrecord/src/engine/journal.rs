@@ -48,14 +48,15 @@ impl<'s> Journal<'s> {
         })
     }
 
-    /// Records the move in one write; it counts once this returns. The file
-    /// is emptied first, so at every moment it is a prefix of its entry
-    /// (torn) or exactly its entry.
+    /// Records the move in one write, made durable; it counts once this
+    /// returns. The file is emptied first, so at every moment it is a prefix
+    /// of its entry (torn) or exactly its entry.
     pub(crate) fn record(&mut self, phys: u64, loc: RecordLoc, bytes: &[u8]) -> Result<()> {
         self.entry = encode_move_header(phys, loc, bytes);
         self.entry.extend_from_slice(bytes);
         self.file.set_len(0)?;
-        self.file.write_at(&self.entry, 0)
+        self.file.write_at(&self.entry, 0)?;
+        self.file.sync()
     }
 
     /// Marks the recorded move done (its magic cleared), so no later open
@@ -152,10 +153,16 @@ pub(crate) fn pending_delete(
     Ok(Some((found, parsed)))
 }
 
-/// Writes `dir`'s delete journal in one write; the delete may start once
-/// this returns.
+/// Writes `dir`'s delete journal in one write and makes it durable, with
+/// its name: the delete may start once this returns. (A table entry the
+/// delete moves may reach the disk before the commit does — a later sync of
+/// the table flushes it — and then only the journal tells the next open
+/// that the delete must be finished.)
 pub(crate) fn record_delete(storage: &dyn Storage, phys_len: u64, targets: &[u64]) -> Result<()> {
-    replace(storage, DELETE_JOURNAL_FILE)?.write_at(&encode_delete(phys_len, targets), 0)
+    let file = replace(storage, DELETE_JOURNAL_FILE)?;
+    file.write_at(&encode_delete(phys_len, targets), 0)?;
+    file.sync()?;
+    storage.sync()
 }
 
 /// Removes the delete journal, if there is one.

@@ -1,5 +1,6 @@
 //! Delete (swap-last) and compact (repack live records in physical order).
 
+use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -84,11 +85,18 @@ impl Engine {
         // flagged in meta.zr first, so no reader that ignores journals opens
         // the store until the journal is gone.
         self.guarded(|| {
+            // The journal names the committed length it deletes from: that
+            // state is durable first, so a power cut leaves it or the result.
+            self.sync()?;
             self.set_journal_flag(true)?;
             journal::record_delete(&*self.storage, len * group, &targets)?;
             crate::hooks::hold("delete:journaled");
             self.apply_delete(&targets)?;
             crate::hooks::hold("delete:committed");
+            // The moved entries and the commit are durable before the
+            // journal's removal can be: a delete survives power loss once
+            // it returns.
+            self.sync()?;
             journal::finish_delete(&*self.storage)?;
             self.set_journal_flag(false)
         })?;
@@ -177,10 +185,23 @@ impl Engine {
         let mut fills: Vec<u64> = Vec::new(); // final size of each chunk before the frontier
         let (mut chunk, mut offset) = (0u32, 0u64);
         let mut buf = Vec::new();
+        // What is durable now is what the moves below may not overwrite
+        // until a barrier has made the records' new places durable.
+        self.sync()?;
         self.set_journal_flag(true)?;
         let mut journal = Journal::create(&*self.storage)?;
-        for &(loc, phys) in order {
+        let mut journal_named = false;
+        let mut batch = Batch::default();
+        // Records copied past the frontier (see `relocate`) are visited
+        // again at the end, from their new places.
+        let mut order = order.to_vec();
+        let first_pass = order.len();
+        let relocate_bytes = RELOCATE_BYTES.min(capacity / 4);
+        let mut i = 0;
+        while i < order.len() {
+            let (loc, phys) = order[i];
             let len = u64::from(loc.phys_len);
+            let frontier = (chunk, offset, fills.len());
             if offset + len > capacity {
                 fills.push(offset);
                 chunk += 1;
@@ -196,11 +217,37 @@ impl Engine {
                     ..loc
                 };
                 let overlaps = loc.chunk == chunk && offset + len > u64::from(loc.offset);
+                // Bytes a durable table entry still names (a record of this
+                // batch's old place, or this record's own) are overwritten
+                // only after a barrier.
+                let forced = overlaps || batch.names(chunk, offset, offset + len);
+                if forced
+                    && batch.bytes < relocate_bytes / 4
+                    && !crate::hooks::relocation_off()
+                    && i < first_pass
+                    && let Some(moved) =
+                        self.relocate(&order[i..first_pass], relocate_bytes, &mut batch)?
+                {
+                    // The gap before the frontier grew by what moved away;
+                    // the next record finds the frontier where this one did.
+                    (chunk, offset) = (frontier.0, frontier.1);
+                    fills.truncate(frontier.2);
+                    i += moved.len();
+                    order.extend(moved);
+                    continue;
+                }
+                if forced || batch.bytes >= BATCH_BYTES {
+                    self.barrier(&mut batch)?;
+                }
                 {
                     let snap = self.snapshot();
                     buf.clear();
                     buf.extend_from_slice(&snap.stored(phys / self.group, loc)?);
                     if overlaps {
+                        if !journal_named {
+                            self.storage.sync()?;
+                            journal_named = true;
+                        }
                         journal.record(phys, new_loc, &buf)?;
                         crate::hooks::hold("compact:journaled");
                     }
@@ -220,8 +267,9 @@ impl Engine {
                     }
                 }
                 crate::hooks::hold("compact:moved");
-                self.write_loc(phys, new_loc)?;
+                batch.push(phys, loc, new_loc);
                 if overlaps {
+                    self.barrier(&mut batch)?;
                     crate::hooks::hold("compact:entry");
                     journal.clear()?;
                 }
@@ -230,13 +278,16 @@ impl Engine {
             }
             offset += len;
             progress.visited += 1;
+            i += 1;
             if on_progress(&progress).is_break() {
+                self.barrier(&mut batch)?;
                 self.writer().touch(Some(0), Some(0));
                 journal.remove()?;
                 self.set_journal_flag(false)?;
                 return Ok(progress);
             }
         }
+        self.barrier(&mut batch)?;
         fills.push(offset);
         journal.remove()?;
 
@@ -246,6 +297,8 @@ impl Engine {
         let entries = self.geometry.segment_entries();
         self.journal_flag.store(false, Ordering::Release);
         self.write_meta(chunk, offset, phys_len)?;
+        // The new frontier is durable before the bytes past it are cut.
+        self.meta.sync()?;
         let storage = Arc::clone(&self.storage);
         let files = self.files_exclusive();
         for (c, &fill) in fills.iter().enumerate() {
@@ -278,5 +331,148 @@ impl Engine {
         w.touch(Some(0), Some(0));
         self.sync()?;
         Ok(progress)
+    }
+}
+
+/// Moves are made durable in batches: up to this many bytes between barriers.
+const BATCH_BYTES: u64 = 64 << 20;
+
+/// Bytes of records copied past the frontier when the gap before the
+/// compaction frontier is too small for batches (a quarter of a chunk at
+/// most): the gap grows by as much, for the rest of the run.
+const RELOCATE_BYTES: u64 = 16 << 20;
+
+/// Records moved since the last barrier: their bytes are written, their
+/// table entries wait for the barrier.
+#[derive(Default)]
+struct Batch {
+    /// Table entries to write: physical index and new place.
+    moves: Vec<(u64, RecordLoc)>,
+    /// The records' old places as (chunk, start, end), ascending: the
+    /// durable table still names them.
+    old: Vec<(u32, u64, u64)>,
+    /// The chunks written.
+    chunks: BTreeSet<u32>,
+    /// Bytes moved.
+    bytes: u64,
+}
+
+impl Batch {
+    fn push(&mut self, phys: u64, old: RecordLoc, new: RecordLoc) {
+        let start = u64::from(old.offset);
+        self.moves.push((phys, new));
+        self.old
+            .push((old.chunk, start, start + u64::from(old.phys_len)));
+        self.chunks.insert(new.chunk);
+        self.bytes += u64::from(old.phys_len);
+    }
+
+    /// Whether bytes `start..end` of `chunk` hold a record of the batch.
+    fn names(&self, chunk: u32, start: u64, end: u64) -> bool {
+        let i = self
+            .old
+            .partition_point(|&(c, _, e)| (c, e) <= (chunk, start));
+        self.old
+            .get(i)
+            .is_some_and(|&(c, s, _)| c == chunk && s < end)
+    }
+}
+
+impl Engine {
+    /// Copies the first records of `rest` (up to `bytes`) past the committed
+    /// frontier of the tail chunk and points their table entries there, so
+    /// their old places become garbage: a compaction whose gap is smaller
+    /// than a record would otherwise need a barrier per record. Durable in
+    /// order — the copies, the header that commits the longer tail chunk,
+    /// then the entries. Returns the records' new places, or `None` when the
+    /// tail chunk has no room.
+    fn relocate(
+        &self,
+        rest: &[(RecordLoc, u64)],
+        bytes: u64,
+        batch: &mut Batch,
+    ) -> Result<Option<Vec<(RecordLoc, u64)>>> {
+        let mut take = 0;
+        let mut total = 0u64;
+        while take < rest.len() && total < bytes {
+            total += u64::from(rest[take].0.phys_len);
+            take += 1;
+        }
+        let (tail_chunk, tail_offset) = {
+            let w = self.writer();
+            (w.tail_chunk, w.tail_offset)
+        };
+        if total == 0 || tail_offset + total > self.geometry.chunk_capacity() {
+            return Ok(None);
+        }
+        self.barrier(batch)?;
+        let snap = self.snapshot();
+        let tail = snap
+            .files()
+            .chunks
+            .get(tail_chunk as usize)
+            .ok_or_else(|| {
+                Error::corrupt(&self.dir, format!("the tail chunk {tail_chunk} is missing"))
+            })?;
+        let mut moved = Vec::with_capacity(take);
+        let mut at = tail_offset;
+        for &(loc, phys) in &rest[..take] {
+            let stored = snap.stored(phys / self.group, loc)?;
+            tail.file.file.write_at(&stored, at)?;
+            moved.push((
+                RecordLoc {
+                    offset: at as u32,
+                    chunk: tail_chunk,
+                    ..loc
+                },
+                phys,
+            ));
+            at += u64::from(loc.phys_len);
+        }
+        tail.file.file.sync()?;
+        tail.committed.fetch_max(at, Ordering::AcqRel);
+        self.write_meta(tail_chunk, at, self.len.load(Ordering::Acquire))?;
+        self.meta.sync()?;
+        self.writer().tail_offset = at;
+        let entries = self.geometry.segment_entries();
+        let mut segments = BTreeSet::new();
+        for &(loc, phys) in &moved {
+            self.write_loc(phys, loc)?;
+            segments.insert(phys / entries);
+        }
+        let files = self.files();
+        for s in segments {
+            files.segments[s as usize].file.sync()?;
+        }
+        crate::hooks::hold("compact:relocated");
+        Ok(Some(moved))
+    }
+
+    /// Makes a batch of moves durable, in an order that holds whatever the
+    /// disk keeps of a power cut: the moved bytes, then the table entries
+    /// naming them. Until it returns the durable table names the old places,
+    /// which no move of the batch overwrote.
+    fn barrier(&self, batch: &mut Batch) -> Result<()> {
+        if batch.moves.is_empty() {
+            return Ok(());
+        }
+        let files = self.files();
+        for &c in &batch.chunks {
+            files.chunks[c as usize].file.file.sync()?;
+        }
+        let entries = self.geometry.segment_entries();
+        let mut segments = BTreeSet::new();
+        for &(phys, loc) in &batch.moves {
+            self.write_loc(phys, loc)?;
+            segments.insert(phys / entries);
+        }
+        for s in segments {
+            files.segments[s as usize].file.sync()?;
+        }
+        batch.moves.clear();
+        batch.old.clear();
+        batch.chunks.clear();
+        batch.bytes = 0;
+        Ok(())
     }
 }
