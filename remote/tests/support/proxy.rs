@@ -32,6 +32,17 @@ struct Script {
     /// Uploads (PUT and POST requests) let through before the rest are dropped.
     uploads_allowed: Option<usize>,
     uploads: usize,
+    /// Ranged GETs being answered now: an id, the path and the bytes.
+    in_flight: Vec<(usize, String, std::ops::Range<u64>)>,
+    /// Pairs of ranged GETs of overlapping bytes of one object that were in
+    /// flight at the same time.
+    overlapping: Vec<String>,
+}
+
+/// `bytes=a-b` as `a..b + 1`.
+fn parse_range(range: &str) -> Option<std::ops::Range<u64>> {
+    let (start, end) = range.trim().strip_prefix("bytes=")?.split_once('-')?;
+    Some(start.parse().ok()?..end.parse::<u64>().ok()? + 1)
 }
 
 /// A running proxy; it serves until the test process ends.
@@ -91,11 +102,19 @@ impl Proxy {
         let script = self.script.lock().unwrap();
         script.log[from.min(script.log.len())..]
             .iter()
-            .filter_map(|(path, range)| {
-                let (start, end) = range.trim().strip_prefix("bytes=")?.split_once('-')?;
-                let range = start.parse().ok()?..end.parse::<u64>().ok()? + 1;
-                Some((path.clone(), range))
-            })
+            .filter_map(|(path, range)| Some((path.clone(), parse_range(range)?)))
+            .collect()
+    }
+
+    /// Ranged GETs of overlapping bytes of one object whose paths end with
+    /// `suffix` that were in flight at the same time, described.
+    pub(crate) fn overlapping(&self, suffix: &str) -> Vec<String> {
+        let script = self.script.lock().unwrap();
+        script
+            .overlapping
+            .iter()
+            .filter(|o| o.contains(suffix))
+            .cloned()
             .collect()
     }
 }
@@ -152,15 +171,47 @@ fn serve(mut client: TcpStream, upstream: &str, script: &Mutex<Script>) {
                 return;
             }
             None => {
-                let Some((head, body)) = forward(upstream, &head, &body) else {
-                    return;
-                };
-                let _ = client.write_all(head.as_bytes());
-                let _ = client.write_all(&body);
+                let flight = ranged_get.then(|| begin_flight(script, &head));
+                let answered = forward(upstream, &head, &body);
+                if let Some((head, body)) = &answered {
+                    let _ = client.write_all(head.as_bytes());
+                    let _ = client.write_all(body);
+                }
+                if let Some(Some(id)) = flight {
+                    script.lock().unwrap().in_flight.retain(|(i, ..)| *i != id);
+                }
                 return; // the answer says `Connection: close`
             }
         }
     }
+}
+
+/// Registers a ranged GET as in flight, noting any overlapping one already
+/// in flight; returns its id.
+fn begin_flight(script: &Mutex<Script>, head: &str) -> Option<usize> {
+    let path = head
+        .split_whitespace()
+        .nth(1)?
+        .split('?')
+        .next()?
+        .to_string();
+    let range = head.lines().find_map(|l| {
+        let (key, value) = l.split_once(':')?;
+        key.trim()
+            .eq_ignore_ascii_case("range")
+            .then(|| parse_range(value))?
+    })?;
+    let mut s = script.lock().unwrap();
+    let id = s.ranged_gets;
+    let clashes: Vec<String> = s
+        .in_flight
+        .iter()
+        .filter(|(_, p, r)| *p == path && r.start < range.end && range.start < r.end)
+        .map(|(_, p, r)| format!("{p}: {r:?} and {range:?} at once"))
+        .collect();
+    s.overlapping.extend(clashes);
+    s.in_flight.push((id, path, range));
+    Some(id)
 }
 
 /// One request's head (up to the blank line) and body; `None` at the end.
