@@ -2,11 +2,13 @@
 //! path as any object store): its limit holds while reads go on, pinned
 //! stores stay, and the processes of a node download each block once.
 
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use zrecord::{Codec, DenseStore, DynDenseStore, OpenOptions};
+use zrecord::{Codec, DenseStore};
 use zrecord_remote::{Remote, RemoteOptions};
 
 const RECORDS: u64 = 3_000;
@@ -27,14 +29,7 @@ fn url(dir: &Path) -> String {
 }
 
 fn open(dir: &Path, options: RemoteOptions) -> (Arc<Remote>, DenseStore<u8>) {
-    let remote = Arc::new(Remote::open(&url(dir), options).unwrap());
-    let store = OpenOptions::new()
-        .read_only(true)
-        .open::<DynDenseStore>(remote.clone())
-        .unwrap()
-        .typed::<u8>()
-        .unwrap();
-    (remote, store)
+    support::open_dense(&url(dir), options)
 }
 
 fn batch(step: u64) -> Vec<u64> {

@@ -14,12 +14,10 @@ mod support;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use support::proxy::Proxy;
-use zrecord::{Codec, DenseStore, DynDenseStore, OpenOptions};
-use zrecord_remote::{Remote, RemoteOptions};
+use zrecord::{Codec, DenseStore};
 
 const CHILD_ENV: &str = "ZRECORD_MANY_PROCESSES_CHILD";
 const PROCESSES: u64 = 8;
@@ -44,17 +42,6 @@ fn write_store(dir: &Path, store: u64, records: u64) {
         .flat_map(|r| (0..RECORD).map(move |at| value(store, r, at)))
         .collect();
     s.append(&bytes).unwrap();
-}
-
-fn open(url: &str, options: RemoteOptions) -> (Arc<Remote>, DenseStore<u8>) {
-    let remote = Arc::new(Remote::open(url, options).unwrap_or_else(|e| panic!("open {url}: {e}")));
-    let store = OpenOptions::new()
-        .read_only(true)
-        .open::<DynDenseStore>(remote.clone())
-        .unwrap()
-        .typed::<u8>()
-        .unwrap();
-    (remote, store)
 }
 
 /// The cache's block files (finished or not): path → bytes.
@@ -94,7 +81,7 @@ fn child_reader() {
         .iter()
         .enumerate()
         .map(|(i, (name, records))| {
-            let (_, store) = open(&format!("s3://{bucket}/{name}"), options());
+            let (_, store) = support::open_dense(&format!("s3://{bucket}/{name}"), options());
             (i as u64, *records, store)
         })
         .collect();
@@ -170,7 +157,7 @@ fn eight_processes_share_one_cache_below_their_working_set() {
             (p, bytes)
         })
         .collect();
-    let (_pin, pinned) = open(
+    let (_pin, pinned) = support::open_dense(
         &format!("s3://{bucket}/{}", STORES[2].0),
         support::s3_options(&proxy.endpoint)
             .cache(cache.path(), LIMIT)

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use support::proxy::{Fault, Proxy};
 use zrecord::{Codec, DenseStore, DynDenseStore, DynRaggedStore, OpenOptions, RaggedStore};
-use zrecord_remote::{Remote, RemoteOptions};
+use zrecord_remote::Remote;
 
 const RECORDS: u64 = 3_000;
 
@@ -35,17 +35,6 @@ fn uploaded(endpoint: &str) -> (tempfile::TempDir, String) {
     support::upload(endpoint, &bucket, "sets/dense", &dir.path().join("dense"));
     support::upload(endpoint, &bucket, "sets/ragged", &dir.path().join("ragged"));
     (dir, bucket)
-}
-
-fn open_dense(url: &str, options: RemoteOptions) -> (Arc<Remote>, DenseStore<u8>) {
-    let remote = Arc::new(Remote::open(url, options).unwrap());
-    let store = OpenOptions::new()
-        .read_only(true)
-        .open::<DynDenseStore>(remote.clone())
-        .unwrap()
-        .typed::<u8>()
-        .unwrap();
-    (remote, store)
 }
 
 fn indices() -> Vec<u64> {
@@ -79,7 +68,8 @@ fn remote_gathers_equal_local_ones_with_and_without_a_cache() {
             .block_bytes(64 << 10)
     };
     for options in [support::s3_options(endpoint), with_cache(), with_cache()] {
-        let (remote, dense) = open_dense(&format!("s3://{bucket}/sets/dense"), options.clone());
+        let (remote, dense) =
+            support::open_dense(&format!("s3://{bucket}/sets/dense"), options.clone());
         assert_eq!(dense.len(), RECORDS);
         assert_eq!(
             dense.gather(&indices()).unwrap(),
@@ -101,7 +91,7 @@ fn remote_gathers_equal_local_ones_with_and_without_a_cache() {
         eprintln!("{:?}", remote.stats());
     }
     // The third open found every block the second fetched.
-    let (remote, dense) = open_dense(&format!("s3://{bucket}/sets/dense"), with_cache());
+    let (remote, dense) = support::open_dense(&format!("s3://{bucket}/sets/dense"), with_cache());
     dense.gather(&indices()).unwrap();
     let stats = remote.stats();
     assert_eq!((stats.misses, stats.requests), (0, 0), "{stats:?}");
@@ -154,7 +144,7 @@ fn retries_mend_unavailable_dropped_and_truncated_answers() {
     let options = support::s3_options(&proxy.endpoint)
         .retries(5, Duration::from_millis(10))
         .attempt_timeout(Duration::from_secs(5));
-    let (remote, dense) = open_dense(&format!("s3://{bucket}/sets/dense"), options);
+    let (remote, dense) = support::open_dense(&format!("s3://{bucket}/sets/dense"), options);
     proxy.then(&[
         Fault::Unavailable,
         Fault::Unavailable,
@@ -178,7 +168,7 @@ fn a_read_that_cannot_succeed_fails_fast_naming_object_and_range() {
 
     // Every answer a 503: the retries run out.
     let options = support::s3_options(&proxy.endpoint).retries(2, Duration::from_millis(10));
-    let (_, dense) = open_dense(&url, options);
+    let (_, dense) = support::open_dense(&url, options);
     proxy.always(Some(Fault::Unavailable));
     let started = Instant::now();
     let error = dense.gather(&[5, 6]).unwrap_err();
@@ -205,7 +195,7 @@ fn a_read_that_cannot_succeed_fails_fast_naming_object_and_range() {
         .retries(100, Duration::from_millis(10))
         .attempt_timeout(Duration::from_millis(200))
         .deadline(Duration::from_secs(1));
-    let (_, dense) = open_dense(&url, options);
+    let (_, dense) = support::open_dense(&url, options);
     proxy.always(Some(Fault::Stall(Duration::from_secs(30))));
     let started = Instant::now();
     let error = dense.gather(&[7]).unwrap_err();
@@ -236,7 +226,7 @@ fn child_stalled_download() {
     let options = support::s3_options(&proxy.endpoint)
         .cache(cache, 1 << 30)
         .block_bytes(16 << 10);
-    let (_, dense) = open_dense(url, options);
+    let (_, dense) = support::open_dense(url, options);
     proxy.always(Some(Fault::Stall(Duration::from_secs(600))));
     println!("ready");
     let _ = dense.gather(&indices());
@@ -278,7 +268,7 @@ fn a_killed_download_leaves_no_lock_behind() {
 
     // While the child holds its download locks, a reader waits its
     // deadline for them, then reads through.
-    let (remote, dense) = open_dense(&url, options(Duration::from_millis(500)));
+    let (remote, dense) = support::open_dense(&url, options(Duration::from_millis(500)));
     assert_eq!(
         dense.gather(&indices()).unwrap(),
         local.gather(&indices()).unwrap()
@@ -289,7 +279,7 @@ fn a_killed_download_leaves_no_lock_behind() {
     // every block without waiting.
     child.kill().unwrap();
     child.wait().unwrap();
-    let (remote, dense) = open_dense(&url, options(Duration::from_secs(60)));
+    let (remote, dense) = support::open_dense(&url, options(Duration::from_secs(60)));
     let started = Instant::now();
     assert_eq!(
         dense.gather(&indices()).unwrap(),

@@ -139,3 +139,23 @@ pub(crate) fn s3_options(endpoint: &str) -> RemoteOptions {
         .store_option("aws_secret_access_key", "test")
         .store_option("aws_region", "us-east-1")
 }
+
+/// Opens the dense `u8` store at `url` read-only through a [`Remote`].
+pub(crate) fn open_dense(
+    url: &str,
+    options: RemoteOptions,
+) -> (
+    std::sync::Arc<zrecord_remote::Remote>,
+    zrecord::DenseStore<u8>,
+) {
+    let remote = std::sync::Arc::new(
+        zrecord_remote::Remote::open(url, options).unwrap_or_else(|e| panic!("open {url}: {e}")),
+    );
+    let store = zrecord::OpenOptions::new()
+        .read_only(true)
+        .open::<zrecord::DynDenseStore>(remote.clone())
+        .unwrap()
+        .typed::<u8>()
+        .unwrap();
+    (remote, store)
+}
