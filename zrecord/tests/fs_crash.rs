@@ -2,9 +2,9 @@
 //! asks of the kernel, replayed into the states a power cut can leave.
 //!
 //! A child process (this test binary, re-executed) runs a random workload on
-//! a store in a folder — create (for a `zstd_dict` store after `train_dict`
-//! on another store), appends, deletes, compactions and syncs, on a tiny
-//! geometry so files roll over — under `strace`, which records every call
+//! a store (dense or ragged) in a folder — create (for a `zstd_dict` store
+//! after `train_dict` on another store), appends, deletes, compactions and
+//! syncs, on a tiny geometry so files roll over — under `strace`, which records every call
 //! that changes a file there: opens that create or truncate, writes,
 //! truncates, renames, removals, `fsync`/`fdatasync` of files and of
 //! folders. After each operation the child notes (an `open` of a path that
@@ -46,7 +46,10 @@ use std::process::Command;
 
 use replay::{Crash, Durability, Image, Kept, Model, Rng, crashes_at, files_after};
 use trace::Event;
-use zrecord::{Codec, DType, DictTier, DynDenseStore, Geometry, OpenOptions, Schema};
+use zrecord::{
+    AnyStore, Codec, DType, DictTier, DynDenseStore, DynRaggedBatch, Geometry, OpenOptions,
+    RaggedBatch, Schema,
+};
 
 const CHILD_ENV: &str = "ZRECORD_FS_CRASH_CHILD";
 const SEED_ENV: &str = "ZRECORD_FS_CRASH_SEED";
@@ -73,16 +76,27 @@ fn record(seed: u64) -> Vec<u8> {
         .collect()
 }
 
-fn records_of(store: &DynDenseStore) -> Vec<u8> {
-    let n = store.len();
-    let mut out = vec![0; n as usize * WIDTH];
-    store
-        .gather_bytes(&(0..n).collect::<Vec<_>>(), &mut out)
-        .expect("gather every record");
-    out
+/// Every record of a store, in index order.
+fn records_of(store: &AnyStore) -> zrecord::Result<Vec<Vec<u8>>> {
+    let all: Vec<u64> = (0..store.len()).collect();
+    Ok(match store {
+        AnyStore::Dense(dense) => {
+            let mut out = vec![0; all.len() * WIDTH];
+            dense.gather_bytes(&all, &mut out)?;
+            out.chunks(WIDTH).map(<[u8]>::to_vec).collect()
+        }
+        AnyStore::Ragged(ragged) => {
+            let batch = ragged.gather_dyn(&all)?;
+            let (values, layout) = (batch.values().as_bytes(), batch.layout());
+            (0..batch.len())
+                .map(|k| layout.range(k).map(|r| values[r].to_vec()))
+                .collect::<Option<_>>()
+                .ok_or_else(|| zrecord::Error::InvalidArgument("a record without a range".into()))?
+        }
+    })
 }
 
-fn hash_of(records: &[u8]) -> u64 {
+fn hash_of(records: &[Vec<u8>]) -> u64 {
     let mut h = DefaultHasher::new();
     records.hash(&mut h);
     h.finish()
@@ -114,8 +128,16 @@ fn child_workload() {
     std::process::exit(0);
 }
 
+/// The workload's store: dense records of `WIDTH` bytes, or (every other
+/// three seeds) ragged `u8` records of 1 to 600 bytes.
 fn run_workload(root: &Path, seed: u64, codec: u8) {
     let mut rng = Rng(seed);
+    let ragged = (seed / 3) % 2 == 1;
+    let schema = if ragged {
+        Schema::ragged(DType::U8)
+    } else {
+        Schema::dense(DType::U8, &[WIDTH])
+    };
     let codec = match codec {
         0 => Codec::Raw,
         1 => Codec::Zstd,
@@ -136,7 +158,7 @@ fn run_workload(root: &Path, seed: u64, codec: u8) {
     };
     let mut store = OpenOptions::new()
         .geometry(TINY)
-        .create::<DynDenseStore>(root.join(STORE), &Schema::dense(DType::U8, &[WIDTH]), codec)
+        .create::<AnyStore>(root.join(STORE), &schema, codec)
         .expect("create the store");
     let mut model: Vec<Vec<u8>> = Vec::new();
     note(0, hash_of(&[]), true);
@@ -144,10 +166,29 @@ fn run_workload(root: &Path, seed: u64, codec: u8) {
         let synced = match rng.below(8) {
             0..=3 => {
                 let n = 1 + rng.below(12);
-                let batch: Vec<Vec<u8>> = (0..n).map(|_| record(rng.next())).collect();
-                store
-                    .append_bytes(DType::U8, &batch.concat())
-                    .expect("append");
+                let batch: Vec<Vec<u8>> = (0..n)
+                    .map(|_| {
+                        let mut r = record(rng.next());
+                        if ragged {
+                            r.resize(1 + rng.below(600) as usize, 7);
+                        }
+                        r
+                    })
+                    .collect();
+                match &store {
+                    AnyStore::Dense(dense) => dense
+                        .append_bytes(DType::U8, &batch.concat())
+                        .expect("append"),
+                    AnyStore::Ragged(ragged) => {
+                        let mut packed = RaggedBatch::<u8>::new();
+                        for r in &batch {
+                            packed.push(&[r.len()], r).expect("pack a record");
+                        }
+                        ragged
+                            .append_batch(&DynRaggedBatch::from(packed))
+                            .expect("append")
+                    }
+                };
                 model.extend(batch);
                 false
             }
@@ -174,8 +215,8 @@ fn run_workload(root: &Path, seed: u64, codec: u8) {
                 true
             }
         };
-        let held = records_of(&store);
-        assert_eq!(held, model.concat(), "op {op}");
+        let held = records_of(&store).expect("read every record");
+        assert_eq!(held, model, "op {op}");
         note(op, hash_of(&held), synced);
     }
 }
@@ -327,15 +368,10 @@ fn open_state(
         let name = std::str::from_utf8(&name[1..]).expect("a store's names are ASCII");
         std::fs::write(at.join(name), bytes).expect("write a crash state's file");
     }
-    let store = OpenOptions::new()
-        .open::<DynDenseStore>(at)
-        .map_err(|e| format!("does not open: {e}"))?;
+    let store = AnyStore::open(at).map_err(|e| format!("does not open: {e}"))?;
     store.verify().map_err(|e| format!("verify: {e}"))?;
-    let mut out = vec![0; store.len() as usize * WIDTH];
-    store
-        .gather_bytes(&(0..store.len()).collect::<Vec<_>>(), &mut out)
-        .map_err(|e| format!("gather: {e}"))?;
-    Ok(Some(hash_of(&out)))
+    let records = records_of(&store).map_err(|e| format!("gather: {e}"))?;
+    Ok(Some(hash_of(&records)))
 }
 
 /// Tally of a model's crash states.
