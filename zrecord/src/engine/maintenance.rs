@@ -197,6 +197,8 @@ impl Engine {
         let mut order = order.to_vec();
         let first_pass = order.len();
         let relocate_bytes = RELOCATE_BYTES.min(capacity / 4);
+        // Cleared once the tail chunk has no room for a record: it gains none.
+        let mut may_relocate = !crate::hooks::relocation_off();
         let mut i = 0;
         while i < order.len() {
             let (loc, phys) = order[i];
@@ -221,20 +223,19 @@ impl Engine {
                 // batch's old place, or this record's own) are overwritten
                 // only after a barrier.
                 let forced = overlaps || batch.names(chunk, offset, offset + len);
-                if forced
-                    && batch.bytes < relocate_bytes / 4
-                    && !crate::hooks::relocation_off()
-                    && i < first_pass
-                    && let Some(moved) =
-                        self.relocate(&order[i..first_pass], relocate_bytes, &mut batch)?
-                {
-                    // The gap before the frontier grew by what moved away;
-                    // the next record finds the frontier where this one did.
-                    (chunk, offset) = (frontier.0, frontier.1);
-                    fills.truncate(frontier.2);
-                    i += moved.len();
-                    order.extend(moved);
-                    continue;
+                if forced && batch.bytes < relocate_bytes / 4 && may_relocate && i < first_pass {
+                    let moved = self.relocate(&order[i..first_pass], relocate_bytes, &mut batch)?;
+                    may_relocate = moved.is_some();
+                    if let Some(moved) = moved {
+                        // The gap before the frontier grew by what moved
+                        // away; the next record finds the frontier where
+                        // this one did.
+                        (chunk, offset) = (frontier.0, frontier.1);
+                        fills.truncate(frontier.2);
+                        i += moved.len();
+                        order.extend(moved);
+                        continue;
+                    }
                 }
                 if forced || batch.bytes >= BATCH_BYTES {
                     self.barrier(&mut batch)?;
@@ -385,24 +386,29 @@ impl Engine {
     /// than a record would otherwise need a barrier per record. Durable in
     /// order — the copies, the header that commits the longer tail chunk,
     /// then the entries. Returns the records' new places, or `None` when the
-    /// tail chunk has no room.
+    /// tail chunk has no room for the first of them.
     fn relocate(
         &self,
         rest: &[(RecordLoc, u64)],
         bytes: u64,
         batch: &mut Batch,
     ) -> Result<Option<Vec<(RecordLoc, u64)>>> {
-        let mut take = 0;
-        let mut total = 0u64;
-        while take < rest.len() && total < bytes {
-            total += u64::from(rest[take].0.phys_len);
-            take += 1;
-        }
         let (tail_chunk, tail_offset) = {
             let w = self.writer();
             (w.tail_chunk, w.tail_offset)
         };
-        if total == 0 || tail_offset + total > self.geometry.chunk_capacity() {
+        // As many records as fit both `bytes` and the tail chunk's room.
+        let room = self.geometry.chunk_capacity().saturating_sub(tail_offset);
+        let mut take = 0;
+        let mut total = 0u64;
+        while let Some((loc, _)) = rest.get(take)
+            && total < bytes
+            && total + u64::from(loc.phys_len) <= room
+        {
+            total += u64::from(loc.phys_len);
+            take += 1;
+        }
+        if total == 0 {
             return Ok(None);
         }
         self.barrier(batch)?;
@@ -434,16 +440,7 @@ impl Engine {
         self.write_meta(tail_chunk, at, self.len.load(Ordering::Acquire))?;
         self.meta.sync()?;
         self.writer().tail_offset = at;
-        let entries = self.geometry.segment_entries();
-        let mut segments = BTreeSet::new();
-        for &(loc, phys) in &moved {
-            self.write_loc(phys, loc)?;
-            segments.insert(phys / entries);
-        }
-        let files = self.files();
-        for s in segments {
-            files.segments[s as usize].file.sync()?;
-        }
+        self.write_locs_durably(moved.iter().map(|&(loc, phys)| (phys, loc)))?;
         crate::hooks::hold("compact:relocated");
         Ok(Some(moved))
     }
@@ -460,19 +457,27 @@ impl Engine {
         for &c in &batch.chunks {
             files.chunks[c as usize].file.file.sync()?;
         }
-        let entries = self.geometry.segment_entries();
-        let mut segments = BTreeSet::new();
-        for &(phys, loc) in &batch.moves {
-            self.write_loc(phys, loc)?;
-            segments.insert(phys / entries);
-        }
-        for s in segments {
-            files.segments[s as usize].file.sync()?;
-        }
+        self.write_locs_durably(batch.moves.iter().copied())?;
         batch.moves.clear();
         batch.old.clear();
         batch.chunks.clear();
         batch.bytes = 0;
+        Ok(())
+    }
+
+    /// Writes table entries (physical index, place) and flushes the
+    /// segments they lie in.
+    fn write_locs_durably(&self, entries: impl Iterator<Item = (u64, RecordLoc)>) -> Result<()> {
+        let per_segment = self.geometry.segment_entries();
+        let mut segments = BTreeSet::new();
+        for (phys, loc) in entries {
+            self.write_loc(phys, loc)?;
+            segments.insert(phys / per_segment);
+        }
+        let files = self.files();
+        for s in segments {
+            files.segments[s as usize].file.sync()?;
+        }
         Ok(())
     }
 }
