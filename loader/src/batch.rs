@@ -60,6 +60,8 @@ pub struct Batch {
     pub(crate) names: Arc<[Arc<str>]>,
     pub(crate) columns: Vec<Option<Column>>,
     pub(crate) pool: Option<Arc<Pool>>,
+    /// A mixture's order, which knows each record's source.
+    pub(crate) mix: Option<Arc<crate::mixture::MixOrder>>,
 }
 
 impl Batch {
@@ -75,6 +77,14 @@ impl Batch {
     /// (image crops, bad-record substitutes) the same on any world size.
     pub fn first_position(&self) -> u64 {
         self.first_position
+    }
+
+    /// The name of the [`Source`](crate::Source) record `k` came from, for
+    /// a loader over a [`Mixture`](crate::Mixture); `None` for one over
+    /// plain streams or past the end.
+    pub fn source(&self, k: usize) -> Option<&str> {
+        let mix = self.mix.as_ref()?;
+        Some(mix.source_of(*self.indices.get(k)?))
     }
 
     /// The record indices, in batch order: record `k` of every stream is

@@ -23,6 +23,7 @@ pub struct LoaderBuilder<T> {
     last_batch: LastBatch,
     config: LoaderConfig,
     transform: Transform<T>,
+    mixture: Option<crate::Mixture>,
 }
 
 /// A copy of the configuration (streams share their open stores): the way to
@@ -51,6 +52,7 @@ impl<T> Clone for LoaderBuilder<T> {
             last_batch: self.last_batch,
             config: self.config.clone(),
             transform: Arc::clone(&self.transform),
+            mixture: self.mixture.clone(),
         }
     }
 }
@@ -66,6 +68,7 @@ impl Loader<Batch> {
             last_batch: LastBatch::default(),
             config: LoaderConfig::default(),
             transform: Arc::new(Outcome::Done),
+            mixture: None,
         }
     }
 }
@@ -109,6 +112,20 @@ impl<T: Send + 'static> LoaderBuilder<T> {
         for (name, shards) in dataset.into_streams() {
             self.streams.push((name, shards));
         }
+        self
+    }
+
+    /// Reads a [`Mixture`](crate::Mixture) of sources instead of streams
+    /// added one by one: its streams are those every source has, and each
+    /// global batch is split among the sources by their weights. The
+    /// loader's [`mode`](LoaderConfig::mode) is every source's unless it
+    /// sets its own; a subset, a short last batch and streams added with
+    /// [`stream`](Self::stream) or [`dataset`](Self::dataset) are refused
+    /// with it. [`Batch::source`](crate::Batch::source) names each
+    /// record's source and [`Loader::sources`](crate::Loader::sources)
+    /// counts records and epochs per source.
+    pub fn mixture(mut self, mixture: crate::Mixture) -> Self {
+        self.mixture = Some(mixture);
         self
     }
 
@@ -173,6 +190,7 @@ impl<T: Send + 'static> LoaderBuilder<T> {
             last_batch: self.last_batch,
             config: self.config,
             transform: Arc::new(move |batch| next(inner(batch))),
+            mixture: self.mixture,
         }
     }
 
@@ -195,8 +213,8 @@ impl<T: Send + 'static> LoaderBuilder<T> {
     /// [`ShortLastBatchNeedsSequential`]: crate::Error::ShortLastBatchNeedsSequential
     /// [`Spawn`]: crate::Error::Spawn
     pub fn build(self) -> Result<Loader<T>> {
-        let plan = self.plan()?;
-        Loader::start(self.streams, &self.config, self.transform, plan)
+        let (streams, plan) = self.prepare()?;
+        Loader::start(streams, &self.config, self.transform, plan)
     }
 
     /// Checks the configuration as [`build`](Self::build) does (all its
@@ -206,16 +224,80 @@ impl<T: Send + 'static> LoaderBuilder<T> {
     /// # Errors
     /// As [`build`](Self::build).
     pub fn plan(&self) -> Result<Plan> {
-        let sampler = self.sampler()?;
-        let passes = Passes::new(&sampler, self.last_batch)?;
-        Ok(Plan { sampler, passes })
+        Ok(self.prepare()?.1)
     }
 
-    /// Checks the streams, the subset and the sampling settings; returns the
-    /// sampler positioned at the first step.
-    fn sampler(&self) -> Result<Sampler> {
-        let len = check_streams(&self.streams)?;
+    /// The streams to read (a mixture's, laid end to end) and the checked plan.
+    fn prepare(&self) -> Result<(Vec<(String, Stream)>, Plan)> {
+        let Some(mixture) = &self.mixture else {
+            let sampler = self.sampler(&self.streams, 0)?;
+            let passes = Passes::new(&sampler, self.last_batch)?;
+            return Ok((
+                self.streams.clone(),
+                Plan {
+                    sampler,
+                    passes,
+                    mix: None,
+                },
+            ));
+        };
+        let refuse = |setting| Err(Error::MixtureUnsupported { setting });
+        if !self.streams.is_empty() {
+            return refuse("streams of its own");
+        }
+        if self.config.subset.is_some() {
+            return refuse("a subset (give each source the records it should read)");
+        }
+        if self.last_batch != LastBatch::Wrap {
+            return refuse("a short last batch");
+        }
         let config = &self.config;
+        let (seed, batch_size) = match &config.resume {
+            Some(state) => (state.sampler.seed, state.sampler.batch_size),
+            None => (config.seed, self.batch_size),
+        };
+        let mode = config.resume.map_or(config.mode, |s| s.sampler.mode);
+        let (streams, order) = mixture.clone().build(batch_size, seed, mode)?;
+        if let Some(state) = &config.resume
+            && state.mixture != Some(order.fingerprint)
+        {
+            return Err(Error::MixtureStateMismatch {
+                state: state.mixture,
+                loader: Some(order.fingerprint),
+            });
+        }
+        // The sampler positions ranks and steps, and keeps the mode and
+        // seed a state records; the mixture picks the indices.
+        // A cyclic source smaller than the batch is fine in a mixture: the
+        // sampler's length only has to admit the batch.
+        let sampler = self.sampler(&streams, batch_size)?;
+        let passes = Passes::new(&sampler, self.last_batch)?;
+        Ok((
+            streams,
+            Plan {
+                sampler,
+                passes,
+                mix: Some(Arc::new(order)),
+            },
+        ))
+    }
+
+    /// Checks `streams`, the subset and the sampling settings; returns the
+    /// sampler positioned at the first step.
+    /// At least `min_len` records are assumed, for a mixture's sampler.
+    fn sampler(&self, streams: &[(String, Stream)], min_len: u64) -> Result<Sampler> {
+        if self.mixture.is_none()
+            && let Some(state) = &self.config.resume
+            && state.mixture.is_some()
+        {
+            return Err(Error::MixtureStateMismatch {
+                state: state.mixture,
+                loader: None,
+            });
+        }
+        let len = check_streams(streams)?.max(min_len);
+        let config = &self.config;
+        let mode = config.mode;
         if let Some(subset) = &config.subset
             && let Some((position, &index)) = subset.iter().enumerate().find(|&(_, &i)| i >= len)
         {
@@ -241,11 +323,11 @@ impl<T: Send + 'static> LoaderBuilder<T> {
             }
             (None, Some(subset)) => Sampler::builder_subset(Arc::clone(subset), self.batch_size)
                 .seed(config.seed)
-                .mode(config.mode)
+                .mode(mode)
                 .start_step(config.start_step),
             (None, None) => Sampler::builder(len, self.batch_size)
                 .seed(config.seed)
-                .mode(config.mode)
+                .mode(mode)
                 .start_step(config.start_step),
         };
         let builder = match config.shard {

@@ -55,6 +55,69 @@ pub enum Error {
         mode: zsampler::Mode,
     },
 
+    /// A mixture needs at least one source.
+    #[error("a mixture needs at least one source")]
+    MixtureEmpty,
+
+    /// A source of a mixture cannot be read with the others.
+    #[error("mixture source {name:?}: {reason}")]
+    MixtureSource {
+        /// The source's name.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// A weight is negative, not finite, or (outside a schedule) zero.
+    #[error("mixture source {name:?} has weight {weight}{}; weights must be finite and positive (zero only in a schedule)", .step.map(|s| format!(" in the schedule's row at step {s}")).unwrap_or_default())]
+    MixtureWeight {
+        /// The source's name.
+        name: String,
+        /// Its weight.
+        weight: f64,
+        /// The schedule row's step, for a scheduled weight.
+        step: Option<u64>,
+    },
+
+    /// Every weight is zero: no source could be read.
+    #[error("every mixture weight is zero{}", .step.map(|s| format!(" in the schedule's row at step {s}")).unwrap_or_default())]
+    MixtureAllZero {
+        /// The schedule row's step, for scheduled weights.
+        step: Option<u64>,
+    },
+
+    /// Shares that cannot be read together.
+    #[error("mixture source {name:?}: {reason}")]
+    MixtureShares {
+        /// The source's name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+
+    /// A schedule that is empty, goes backwards or has rows of the wrong length.
+    #[error("mixture schedule: {reason}")]
+    MixtureSchedule {
+        /// Why.
+        reason: String,
+    },
+
+    /// A setting a mixture does not take.
+    #[error("a loader over a mixture cannot also take {setting}")]
+    MixtureUnsupported {
+        /// The setting.
+        setting: &'static str,
+    },
+
+    /// A saved state was taken over another mixture, or over none.
+    #[error("the saved state was taken {}, the loader reads {}", describe_mixture(*.state), describe_mixture(*.loader))]
+    MixtureStateMismatch {
+        /// The fingerprint of the state's mixture, if it had one.
+        state: Option<u64>,
+        /// The fingerprint of this loader's mixture, if it has one.
+        loader: Option<u64>,
+    },
+
     /// A saved state does not fit these streams.
     #[error("the saved state was taken over {state_len} records, the streams have {len}")]
     StateMismatch {
@@ -217,3 +280,10 @@ pub enum Error {
 
 /// Shorthand for `Result<T, zrecord_loader::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+fn describe_mixture(fingerprint: Option<u64>) -> String {
+    match fingerprint {
+        Some(f) => format!("a mixture (fingerprint {f:016x})"),
+        None => "no mixture".into(),
+    }
+}

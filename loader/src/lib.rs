@@ -54,6 +54,7 @@ mod error;
 mod last_batch;
 mod launcher;
 mod loader;
+mod mixture;
 mod packing;
 mod padding;
 mod plan;
@@ -70,6 +71,7 @@ pub use error::{Error, Result};
 pub use last_batch::LastBatch;
 pub use launcher::Launcher;
 pub use loader::{Loader, Steps};
+pub use mixture::{Mixture, Schedule, Source, SourceProgress};
 pub use packing::{
     Cursor, DEFAULT_WINDOW, Documents, PackedBatch, PackedLoader, PackedLoaderBuilder, PackedState,
     Packer, Packing,

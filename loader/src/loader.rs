@@ -20,6 +20,7 @@ use zsampler::Sampler;
 use crate::bad_records::{Space, substitute};
 use crate::column::Column;
 use crate::last_batch::Passes;
+use crate::mixture::MixOrder;
 use crate::plan::Plan;
 use crate::pool::Pool;
 use crate::{BadRecords, Batch, Counters, Error, LoaderConfig, LoaderState, Result, Stream};
@@ -126,6 +127,8 @@ struct Job<T> {
     /// Stream names, in the order of `streams`.
     names: Arc<[Arc<str>]>,
     pool: Arc<Pool>,
+    /// A mixture's order, which picks the indices instead of the sampler.
+    mix: Option<Arc<MixOrder>>,
     transform: Transform<T>,
     bad_records: BadRecords,
     counters: Arc<Counters>,
@@ -156,6 +159,7 @@ impl<T: Send + 'static> Loader<T> {
             streams: streams.into_iter().map(|(_, s)| s).collect(),
             names,
             pool: Arc::new(Pool::new(prefetch + workers + 1, Arc::clone(&counters))),
+            mix: plan.mix.clone(),
             transform,
             bad_records: config.bad_records,
             counters: Arc::clone(&counters),
@@ -239,7 +243,17 @@ impl<T: Send + 'static> Loader<T> {
         sampler.seek(self.step());
         LoaderState {
             sampler: sampler.state(),
+            mixture: self.plan.mix.as_ref().map(|m| m.fingerprint),
         }
+    }
+
+    /// For a loader over a [`Mixture`](crate::Mixture): each source's
+    /// records served and epochs completed in the global batches before
+    /// the next one delivered (all ranks together, counted from step 0, so
+    /// the same on every rank and after a resume); `None` otherwise.
+    pub fn sources(&self) -> Option<Vec<crate::SourceProgress>> {
+        let step = self.step();
+        Some(self.plan.mix.as_ref()?.progress(step))
     }
 
     /// The live counters; keep the `Arc` to read them from another thread.
@@ -410,7 +424,11 @@ impl<T> Job<T> {
     /// `step`'s indices into `out`, with `substitutes` in place.
     fn indices(&self, step: u64, substitutes: &[(usize, u64)], out: &mut Vec<u64>) {
         out.resize(self.sampler.local_batch_size(), 0);
-        self.sampler.fill_batch(self.passes.sampler_step(step), out);
+        let step_of_sampler = self.passes.sampler_step(step);
+        match &self.mix {
+            Some(mix) => mix.fill(step_of_sampler, self.sampler.local_offset(), out),
+            None => self.sampler.fill_batch(step_of_sampler, out),
+        }
         out.truncate(self.passes.batch_len(step));
         for &(position, record) in substitutes {
             out[position] = record;
@@ -458,6 +476,7 @@ impl<T> Job<T> {
             names: Arc::clone(&self.names),
             columns: columns.into_iter().map(Some).collect(),
             pool: Some(Arc::clone(&self.pool)),
+            mix: self.mix.clone(),
         };
         let start = Instant::now();
         let out = catch_unwind(AssertUnwindSafe(|| (self.transform)(batch))).map_err(|panic| {

@@ -1,6 +1,10 @@
 //! [`Plan`]: what a configuration will serve, known without starting a loader.
 
+use std::sync::Arc;
+
 use zsampler::Sampler;
+
+use crate::mixture::MixOrder;
 
 use crate::last_batch::Passes;
 
@@ -28,6 +32,8 @@ use crate::last_batch::Passes;
 pub struct Plan {
     pub(crate) sampler: Sampler,
     pub(crate) passes: Passes,
+    /// A mixture's order, which picks the indices instead of the sampler.
+    pub(crate) mix: Option<Arc<MixOrder>>,
 }
 
 impl Plan {

@@ -17,4 +17,9 @@ use zsampler::SamplerState;
 pub struct LoaderState {
     /// The sampler's state; its `step` is the next step to deliver.
     pub sampler: SamplerState,
+    /// The fingerprint of the loader's [`Mixture`](crate::Mixture) (its
+    /// sources' names, lengths and modes and its weights), or `None` for a
+    /// loader over plain streams: resume with the same mixture again.
+    #[serde(default)]
+    pub mixture: Option<u64>,
 }

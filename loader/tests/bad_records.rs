@@ -127,6 +127,7 @@ fn skip_replaces_each_bad_record_the_same_way_on_any_workers_resume_and_ranks() 
 
     // Resumed at step 23 (also on another world size).
     let state = LoaderState {
+        mixture: None,
         sampler: {
             let mut sampler = plan.sampler().clone();
             sampler.seek(23);

@@ -309,6 +309,71 @@ impl Sampler {
         }
     }
 
+    /// Writes the index stream's positions `position .. position + out.len()`
+    /// into `out`: the global batches end to end, step `s` holding
+    /// positions `s·B .. (s+1)·B` of a global batch of `B`, whatever this
+    /// sampler's rank. With a batch size of 1 every position is a step of
+    /// its own, so a cyclic sampler's cycles are whole permutations of the
+    /// index space: a reader that takes any number of indices at a time
+    /// (a source of a mixture, say) still sees every index once per cycle.
+    ///
+    /// ```
+    /// use zsampler::{Mode, Sampler};
+    ///
+    /// let sampler = Sampler::builder(10, 1).seed(4).mode(Mode::Cyclic).build()?;
+    /// let mut run = vec![0; 25];
+    /// sampler.fill_positions(3, &mut run);
+    /// assert_eq!(run[..2], [sampler.batch_at(3)[0], sampler.batch_at(4)[0]]);
+    /// let mut cycle = run[7..17].to_vec(); // positions 10..20: the second cycle
+    /// cycle.sort_unstable();
+    /// assert!(cycle.into_iter().eq(0..10));
+    /// # Ok::<(), zsampler::Error>(())
+    /// ```
+    pub fn fill_positions(&self, position: u64, out: &mut [u64]) {
+        let mut done = 0;
+        while done < out.len() {
+            let p = position.wrapping_add(done as u64);
+            // The run up to the end of what one kernel call can fill.
+            let room = match self.plan {
+                Plan::Sequential => u64::MAX,
+                Plan::Iid { .. } => self.batch_size - p % self.batch_size,
+                Plan::Cyclic {
+                    steps_per_cycle, ..
+                }
+                | Plan::Block {
+                    steps_per_cycle, ..
+                } => steps_per_cycle * self.batch_size - p % (steps_per_cycle * self.batch_size),
+            };
+            let n = (out.len() - done).min(usize::try_from(room).unwrap_or(usize::MAX));
+            let chunk = &mut out[done..done + n];
+            match self.plan {
+                Plan::Sequential => fill_sequential(p % self.len, self.len, chunk),
+                Plan::Iid { base, threshold } => {
+                    let (step, slot) = (p / self.batch_size, p % self.batch_size);
+                    kernels::iid_fill(word(base, step), slot, self.len, threshold, chunk);
+                }
+                Plan::Cyclic {
+                    base,
+                    steps_per_cycle,
+                } => {
+                    let span = steps_per_cycle * self.batch_size;
+                    Permutation::new(self.len, word(base, p / span)).fill(p % span, chunk);
+                }
+                Plan::Block {
+                    plan,
+                    steps_per_cycle,
+                } => {
+                    let span = steps_per_cycle * self.batch_size;
+                    plan.fill(p / span, p % span, chunk);
+                }
+            }
+            done += n;
+        }
+        if let Some(subset) = &self.subset {
+            kernels::gather(&subset.indices, out);
+        }
+    }
+
     /// The cycle of `step` and the cycle position of this rank's first index.
     #[inline]
     const fn cycle_position(&self, step: u64, steps_per_cycle: u64) -> (u64, u64) {

@@ -151,3 +151,36 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn positions_are_the_global_batches_end_to_end() {
+    use zsampler::{Mode, Sampler};
+    let modes = [
+        Mode::Sequential,
+        Mode::Iid,
+        Mode::Cyclic,
+        Mode::Block {
+            block_size: 3,
+            window_blocks: 2,
+        },
+    ];
+    for mode in modes {
+        for (len, batch) in [(10, 1), (10, 3), (37, 5), (300, 7)] {
+            let sampler = Sampler::builder(len, batch)
+                .seed(11)
+                .mode(mode)
+                .build()
+                .unwrap();
+            let flat: Vec<u64> = (0..20).flat_map(|s| sampler.batch_at(s)).collect();
+            for start in [0, 1, 5, 13] {
+                let mut out = vec![0; flat.len() - start];
+                sampler.fill_positions(start as u64, &mut out);
+                assert_eq!(
+                    out,
+                    flat[start..],
+                    "{mode} len {len} batch {batch} from {start}"
+                );
+            }
+        }
+    }
+}

@@ -9,7 +9,8 @@ use burn::data::dataloader::{DataLoader, DataLoaderIterator, Progress};
 use burn::data::dataset::DatasetError;
 use burn::tensor::Device;
 use zrecord_loader::{
-    Batch, CounterSnapshot, Counters, LastBatch, Loader, LoaderBuilder, LoaderConfig, Mode, Stream,
+    Batch, CounterSnapshot, Counters, LastBatch, Loader, LoaderBuilder, LoaderConfig, Mixture,
+    Mode, Stream,
 };
 
 use crate::{Error, Result};
@@ -48,6 +49,7 @@ pub enum EpochMode {
 #[must_use = "a builder does nothing until `build` is called"]
 pub struct StoreDataLoaderBuilder {
     streams: Vec<(String, Stream)>,
+    mixture: Option<Mixture>,
     /// The global batch: all ranks together.
     batch_size: u64,
     config: LoaderConfig,
@@ -74,6 +76,39 @@ impl StoreDataLoaderBuilder {
         self
     }
 
+    /// Reads a mixture of sources instead of streams: see
+    /// [`LoaderBuilder::mixture`]. An epoch's default length is then
+    /// `⌊records of all sources / batch⌋` steps.
+    ///
+    /// ```
+    /// # use zrecord::{Codec, DenseStore};
+    /// use zrecord_burn::StoreDataLoader;
+    /// use zrecord_loader::{Mixture, Source};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let store = |name: &str, n: usize| -> zrecord::Result<DenseStore<f32>> {
+    /// #     let s = DenseStore::<f32>::create(dir.path().join(name), &[2], Codec::Raw)?;
+    /// #     s.append(&vec![1.0; 2 * n])?;
+    /// #     Ok(s)
+    /// # };
+    /// let mixture = Mixture::new()
+    ///     .source(Source::new("large").stream("x", store("large", 900)?).weight(0.7))
+    ///     .source(Source::new("small").stream("x", store("small", 40)?).weight(0.3));
+    /// let device = Default::default();
+    /// let loader = StoreDataLoader::builder(10)
+    ///     .mixture(mixture)
+    ///     .build(&device, |batch, _| {
+    ///         Ok((0..batch.len()).filter(|&k| batch.source(k) == Some("small")).count())
+    ///     })?;
+    /// # use burn::data::dataloader::DataLoader;
+    /// assert_eq!(loader.num_items(), 940 / 10 * 10);
+    /// assert!(loader.iter().all(|small| small.is_ok_and(|n| n == 3))); // 30 % of every batch
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn mixture(mut self, mixture: Mixture) -> Self {
+        self.mixture = Some(mixture);
+        self
+    }
+
     /// The mode the sampler will run in: the one given, or the saved one
     /// when resuming.
     fn sampling_mode(&self) -> Mode {
@@ -97,7 +132,10 @@ impl StoreDataLoaderBuilder {
         for (name, stream) in &self.streams {
             loader = loader.stream(name.clone(), stream.clone());
         }
-        loader
+        match &self.mixture {
+            Some(mixture) => loader.mixture(mixture.clone()),
+            None => loader,
+        }
     }
 
     /// What a [`Mode::Sequential`] loader does with the records that do not
@@ -327,6 +365,7 @@ impl StoreDataLoader<()> {
     pub fn builder(batch_size: u64) -> StoreDataLoaderBuilder {
         StoreDataLoaderBuilder {
             streams: Vec::new(),
+            mixture: None,
             batch_size,
             config: LoaderConfig::default(),
             last_batch: None,

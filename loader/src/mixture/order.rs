@@ -1,0 +1,258 @@
+//! [`MixOrder`]: a mixture's indices for any step and rank.
+
+use std::cell::RefCell;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use zsampler::{Mode, Sampler};
+
+use super::Schedule;
+use super::apportion::{Cursor, quantize};
+
+/// How a mixture's weights depend on the step.
+#[derive(Clone, Debug)]
+pub(crate) enum Weights {
+    /// The same parts every step.
+    Fixed(Vec<i128>),
+    /// Parts from a checked schedule.
+    Schedule(Schedule),
+}
+
+impl Weights {
+    fn parts(&self, step: u64) -> std::borrow::Cow<'_, [i128]> {
+        match self {
+            Weights::Fixed(parts) => parts.into(),
+            Weights::Schedule(schedule) => quantize(&schedule.at(step)).into(),
+        }
+    }
+}
+
+/// Cursors are kept every this many steps, so that any step is at most
+/// this many steps of apportionment away.
+const CHECKPOINT_EVERY: u64 = 4096;
+
+/// The indices of every step of a mixture: which source serves how many
+/// records of the global batch (apportioned step by step), which records of
+/// each source (its own sampler, read as a stream of positions), and where
+/// in the global batch each lands.
+#[derive(Debug)]
+pub(crate) struct MixOrder {
+    pub(crate) names: Arc<[Arc<str>]>,
+    pub(crate) lens: Vec<u64>,
+    /// The global index of each source's first record, then the total.
+    starts: Vec<u64>,
+    samplers: Vec<Sampler>,
+    weights: Weights,
+    batch_size: u64,
+    /// Global batch slot `t` holds the record at `t·stride mod B` of the
+    /// sources' runs laid end to end: a bijection (the stride is coprime
+    /// with `B`) that spreads every source over every rank's slice.
+    stride: u64,
+    pub(crate) fingerprint: u64,
+    cursors: Mutex<Cursors>,
+}
+
+#[derive(Debug)]
+struct Cursors {
+    checkpoints: Vec<Cursor>,
+    latest: Cursor,
+}
+
+thread_local! {
+    static RUNS: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+}
+
+impl MixOrder {
+    pub(crate) fn new(
+        names: Arc<[Arc<str>]>,
+        lens: Vec<u64>,
+        modes: Vec<Mode>,
+        weights: Weights,
+        batch_size: u64,
+        seed: u64,
+    ) -> crate::Result<MixOrder> {
+        let mut starts = vec![0u64];
+        for &len in &lens {
+            starts.push(starts[starts.len() - 1].saturating_add(len));
+        }
+        let samplers = (lens.iter().zip(&modes).enumerate())
+            .map(|(k, (&len, &mode))| {
+                Sampler::builder(len, 1)
+                    .seed(source_seed(seed, k))
+                    .mode(mode)
+                    .build()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut fingerprint = Fingerprint::default();
+        for ((name, len), mode) in names.iter().zip(&lens).zip(&modes) {
+            fingerprint.bytes(name.as_bytes());
+            fingerprint.word(*len);
+            fingerprint.bytes(mode.to_string().as_bytes());
+        }
+        match &weights {
+            Weights::Fixed(parts) => parts.iter().for_each(|&p| fingerprint.word(p as u64)),
+            Weights::Schedule(schedule) => {
+                fingerprint.word(u64::from(schedule.linear));
+                for (step, row) in &schedule.points {
+                    fingerprint.word(*step);
+                    row.iter().for_each(|w| fingerprint.word(w.to_bits()));
+                }
+            }
+        }
+        let start = Cursor::start(lens.len());
+        Ok(MixOrder {
+            names,
+            lens,
+            starts,
+            samplers,
+            weights,
+            batch_size,
+            stride: stride(batch_size),
+            fingerprint: fingerprint.0,
+            cursors: Mutex::new(Cursors {
+                checkpoints: vec![start.clone()],
+                latest: start,
+            }),
+        })
+    }
+
+    /// The apportionment before `step`.
+    pub(crate) fn cursor(&self, step: u64) -> Cursor {
+        let mut cursors = self.cursors.lock().unwrap_or_else(PoisonError::into_inner);
+        let Cursors {
+            checkpoints,
+            latest,
+        } = &mut *cursors;
+        let known = &checkpoints[(checkpoints.len() - 1).min((step / CHECKPOINT_EVERY) as usize)];
+        let mut cursor = if (known.step..=step).contains(&latest.step) {
+            latest.clone()
+        } else {
+            known.clone()
+        };
+        let mut counts = vec![0; self.lens.len()];
+        while cursor.step < step {
+            cursor.advance(
+                self.batch_size,
+                &self.weights.parts(cursor.step),
+                &mut counts,
+            );
+            if cursor.step % CHECKPOINT_EVERY == 0
+                && checkpoints.len() as u64 == cursor.step / CHECKPOINT_EVERY
+            {
+                checkpoints.push(cursor.clone());
+            }
+        }
+        *latest = cursor.clone();
+        cursor
+    }
+
+    /// Each source's records in the global batch of `step`, and how many
+    /// each had served before it.
+    pub(crate) fn counts(&self, step: u64) -> (Vec<u64>, Vec<u64>) {
+        let mut cursor = self.cursor(step);
+        let before = cursor.served.clone();
+        let mut counts = vec![0; self.lens.len()];
+        cursor.advance(self.batch_size, &self.weights.parts(step), &mut counts);
+        (before, counts)
+    }
+
+    /// Writes positions `offset .. offset + out.len()` of `step`'s global
+    /// batch: global indices into the sources laid end to end.
+    pub(crate) fn fill(&self, step: u64, offset: u64, out: &mut [u64]) {
+        let (before, counts) = self.counts(step);
+        RUNS.with_borrow_mut(|runs| {
+            runs.clear();
+            for (k, sampler) in self.samplers.iter().enumerate() {
+                let at = runs.len();
+                runs.resize(at + counts[k] as usize, 0);
+                sampler.fill_positions(before[k], &mut runs[at..]);
+                runs[at..].iter_mut().for_each(|i| *i += self.starts[k]);
+            }
+            let b = u128::from(self.batch_size);
+            for (j, slot) in out.iter_mut().enumerate() {
+                let t = u128::from(offset + j as u64);
+                *slot = runs[(t * u128::from(self.stride) % b) as usize];
+            }
+        });
+    }
+
+    /// The name of the source of global index `index`.
+    pub(crate) fn source_of(&self, index: u64) -> &str {
+        let k = self
+            .starts
+            .partition_point(|&s| s <= index)
+            .saturating_sub(1);
+        &self.names[k.min(self.names.len() - 1)]
+    }
+
+    /// Records served and epochs completed by each source before `step`
+    /// (all ranks together).
+    pub(crate) fn progress(&self, step: u64) -> Vec<crate::SourceProgress> {
+        let cursor = self.cursor(step);
+        (self.names.iter().zip(&cursor.served).zip(&self.lens))
+            .map(|((name, &records), &len)| crate::SourceProgress {
+                name: Arc::clone(name),
+                records,
+                epochs: records / len,
+            })
+            .collect()
+    }
+}
+
+/// Source `k`'s seed: unrelated orders for every source of one loader seed.
+fn source_seed(seed: u64, k: usize) -> u64 {
+    seed ^ (k as u64 + 1)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .rotate_left(29)
+}
+
+/// The stride closest to `B/φ` that is coprime with `B`.
+fn stride(batch: u64) -> u64 {
+    let ideal = (batch as f64 * 0.618_033_988_749_895) as u64;
+    (0..batch)
+        .flat_map(|d| [ideal.saturating_add(d), ideal.saturating_sub(d)])
+        .find(|&s| s > 0 && s <= batch && gcd(s, batch) == 1)
+        .unwrap_or(1)
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// FNV-1a over words and bytes: what a state records of a mixture.
+struct Fingerprint(u64);
+
+impl Default for Fingerprint {
+    fn default() -> Self {
+        Fingerprint(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fingerprint {
+    fn bytes(&mut self, bytes: &[u8]) {
+        for &b in bytes.iter().chain(&[0xff]) {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+
+    fn word(&mut self, word: u64) {
+        self.bytes(&word.to_le_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strides_are_bijections() {
+        for b in 1..200u64 {
+            let s = stride(b);
+            let mut seen: Vec<u64> = (0..b).map(|t| t * s % b).collect();
+            seen.sort_unstable();
+            assert!(seen.into_iter().eq(0..b), "B = {b}");
+        }
+    }
+}
