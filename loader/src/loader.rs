@@ -19,8 +19,6 @@ use zsampler::Sampler;
 
 use crate::bad_records::{Space, substitute};
 use crate::column::Column;
-use crate::last_batch::Passes;
-use crate::mixture::MixOrder;
 use crate::plan::Plan;
 use crate::pool::Pool;
 use crate::{BadRecords, Batch, Counters, Error, LoaderConfig, LoaderState, Result, Stream};
@@ -121,14 +119,12 @@ struct Queue<T> {
 
 /// What a worker needs to build any step.
 struct Job<T> {
-    sampler: Sampler,
-    passes: Passes,
+    /// The configuration's sampler, passes and mixture.
+    plan: Plan,
     streams: Vec<Stream>,
     /// Stream names, in the order of `streams`.
     names: Arc<[Arc<str>]>,
     pool: Arc<Pool>,
-    /// A mixture's order, which picks the indices instead of the sampler.
-    mix: Option<Arc<MixOrder>>,
     transform: Transform<T>,
     bad_records: BadRecords,
     counters: Arc<Counters>,
@@ -154,12 +150,10 @@ impl<T: Send + 'static> Loader<T> {
         let names: Arc<[Arc<str>]> = streams.iter().map(|(n, _)| Arc::from(n.as_str())).collect();
         let step = plan.step();
         let job = Arc::new(Job {
-            sampler: plan.sampler.clone(),
-            passes: plan.passes,
+            plan: plan.clone(),
             streams: streams.into_iter().map(|(_, s)| s).collect(),
             names,
             pool: Arc::new(Pool::new(prefetch + workers + 1, Arc::clone(&counters))),
-            mix: plan.mix.clone(),
             transform,
             bad_records: config.bad_records,
             counters: Arc::clone(&counters),
@@ -395,7 +389,7 @@ impl<T> Job<T> {
                 }) => (position, delivered),
             };
             let attempt = substitutes.iter().filter(|(p, _)| *p == position).count();
-            let len = self.passes.batch_len(step);
+            let len = self.plan.passes.batch_len(step);
             if self.bad_records != BadRecords::Skip
                 || position >= len
                 || attempt >= BadRecords::MAX_ATTEMPTS as usize
@@ -405,14 +399,14 @@ impl<T> Job<T> {
             // The record that failed: rare enough to compute the batch again.
             let mut current = Vec::with_capacity(len);
             self.indices(step, &substitutes, &mut current);
-            let space = match self.sampler.subset() {
+            let space = match self.plan.sampler.subset() {
                 Some(subset) => Space::Subset(subset),
-                None => Space::Range(self.sampler.len()),
+                None => Space::Range(self.plan.sampler.len()),
             };
             let record = substitute(
-                self.sampler.seed(),
+                self.plan.sampler.seed(),
                 step,
-                self.sampler.local_offset() + position as u64,
+                self.plan.sampler.local_offset() + position as u64,
                 attempt as u32,
                 current[position],
                 space,
@@ -423,13 +417,7 @@ impl<T> Job<T> {
 
     /// `step`'s indices into `out`, with `substitutes` in place.
     fn indices(&self, step: u64, substitutes: &[(usize, u64)], out: &mut Vec<u64>) {
-        out.resize(self.sampler.local_batch_size(), 0);
-        let step_of_sampler = self.passes.sampler_step(step);
-        match &self.mix {
-            Some(mix) => mix.fill(step_of_sampler, self.sampler.local_offset(), out),
-            None => self.sampler.fill_batch(step_of_sampler, out),
-        }
-        out.truncate(self.passes.batch_len(step));
+        self.plan.fill_indices(step, out);
         for &(position, record) in substitutes {
             out[position] = record;
         }
@@ -471,12 +459,12 @@ impl<T> Job<T> {
         }
         let batch = Batch {
             step,
-            first_position: self.sampler.local_offset(),
+            first_position: self.plan.sampler.local_offset(),
             indices,
             names: Arc::clone(&self.names),
             columns: columns.into_iter().map(Some).collect(),
             pool: Some(Arc::clone(&self.pool)),
-            mix: self.mix.clone(),
+            mix: self.plan.mix.clone(),
         };
         let start = Instant::now();
         let out = catch_unwind(AssertUnwindSafe(|| (self.transform)(batch))).map_err(|panic| {

@@ -60,6 +60,21 @@ impl Plan {
         self.passes.batch_len(step)
     }
 
+    /// Writes this rank's indices at `step` into `out` (resized to
+    /// [`batch_len(step)`](Self::batch_len)): what the loader's batch of
+    /// `step` gathers, before any bad record is replaced — to log or check
+    /// what a run will read without reading it. For a
+    /// [`Mixture`](crate::Mixture), indices into its sources laid end to end.
+    pub fn fill_indices(&self, step: u64, out: &mut Vec<u64>) {
+        out.resize(self.sampler.local_batch_size(), 0);
+        let sampler_step = self.passes.sampler_step(step);
+        match &self.mix {
+            Some(mix) => mix.fill(sampler_step, self.sampler.local_offset(), out),
+            None => self.sampler.fill_batch(sampler_step, out),
+        }
+        out.truncate(self.passes.batch_len(step));
+    }
+
     /// Steps that make one pass over the data (`⌊len / global batch⌋`, at
     /// least 1; `⌈len / global batch⌉` with
     /// [`LastBatch::Short`](crate::LastBatch::Short)).

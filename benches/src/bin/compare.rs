@@ -79,7 +79,7 @@ fn run(args: &Args) -> Result<()> {
         }
     }
     if wants(Letter::D) {
-        show(&sampler_table::run(quick, &mut report));
+        show(&sampler_table::run(quick, &mut report)?);
     }
     let mut loader_targets = Vec::new();
     if wants(Letter::E) {

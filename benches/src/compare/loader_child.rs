@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use zrecord::{DenseStore, RaggedBatch, RaggedStore};
-use zrecord_loader::{Batch, Counters, Loader, LoaderBuilder, Mode};
+use zrecord_loader::{Batch, Counters, Loader, LoaderBuilder, Mixture, Mode, Source};
 use zrecord_loader::{PaddedBatch, Padding};
 use zsampler::Sampler;
 
@@ -34,6 +34,13 @@ pub(crate) enum Data {
     /// into one `(batch, longest)` buffer, as the Burn converter
     /// (`zrecord_burn::ragged_padded`) pads it before wrapping it in a tensor.
     PaddedTokens { tokens: PathBuf },
+    /// Data (b) split into sources of consecutive records, each a dense
+    /// `u8` store and its `i64` labels (`label = ` the record's index in the
+    /// sources laid end to end), read as a [`Mixture`] with these weights.
+    Mixture {
+        sources: Vec<(PathBuf, PathBuf)>,
+        weights: Vec<f64>,
+    },
 }
 
 /// What a child runs.
@@ -86,6 +93,19 @@ pub fn main(config_json: &str) -> Result<()> {
                 .read_only(true)
                 .open::<RaggedStore<i32>>(tokens)?;
             measured(|| padded(&config, tokens))?
+        }
+        Data::Mixture { sources, weights } => {
+            // The images twice: the loader's, and a handle to check its batches.
+            let open = |(records, labels): &(PathBuf, PathBuf)| -> Result<_> {
+                let options = zrecord::OpenOptions::new().read_only(true);
+                Ok((
+                    options.open::<DenseStore<u8>>(records)?,
+                    options.open::<DenseStore<i64>>(labels)?,
+                    options.open::<DenseStore<u8>>(records)?,
+                ))
+            };
+            let sources = sources.iter().map(open).collect::<Result<Vec<_>>>()?;
+            measured(|| mixture(&config, sources, weights))?
         }
     };
     println!("{RESULT_PREFIX}{}", serde_json::to_string(&result)?);
@@ -274,4 +294,66 @@ fn padded(config: &ChildConfig, tokens: RaggedStore<i32>) -> Result<ChildResult>
         std::hint::black_box(batch.padded::<i32>("tokens", 0)?);
         Ok(())
     })
+}
+
+/// Data (b) as a mixture of its sources, from the loader only (a mixture's
+/// order is the loader's own): every batch's labels must be its indices,
+/// and the first two batches' images the records a direct gather from the
+/// sources gives.
+fn mixture(
+    config: &ChildConfig,
+    sources: Vec<(DenseStore<u8>, DenseStore<i64>, DenseStore<u8>)>,
+    weights: &[f64],
+) -> Result<ChildResult> {
+    let workers = config
+        .workers
+        .ok_or("a mixture is read by the loader only")?;
+    let mut starts = vec![0u64];
+    let mut mixture = Mixture::new();
+    let mut direct = Vec::new();
+    for (k, ((images, labels, check), &weight)) in sources.into_iter().zip(weights).enumerate() {
+        starts.push(starts[k] + images.len());
+        direct.push(check);
+        mixture = mixture.source(
+            Source::new(format!("source {k}"))
+                .stream("image", images)
+                .stream("label", labels)
+                .weight(weight),
+        );
+    }
+    let streams = Loader::builder(BATCH).mixture(mixture);
+    let mut checked = 0;
+    loader_steps(
+        config,
+        streams,
+        workers,
+        &Vec::new(),
+        |_| Ok(None),
+        |batch| {
+            let image = batch.dense::<u8>("image")?;
+            let label = batch.dense::<i64>("label")?;
+            check_labels(
+                label.as_slice().ok_or("labels not contiguous")?,
+                batch.indices(),
+            )?;
+            if checked < 2 {
+                let image = image.as_slice().ok_or("images not contiguous")?;
+                let width = image.len() / batch.len();
+                let mut record = vec![0u8; width];
+                for (k, &index) in batch.indices().iter().enumerate() {
+                    let source = starts.partition_point(|&s| s <= index) - 1;
+                    direct[source].gather_into(&[index - starts[source]], &mut record)?;
+                    if record != image[k * width..(k + 1) * width] {
+                        return Err(format!(
+                            "the mixture's record {index} differs from its source"
+                        )
+                        .into());
+                    }
+                }
+                checked += 1;
+            }
+            std::hint::black_box(&image);
+            Ok(())
+        },
+    )
 }

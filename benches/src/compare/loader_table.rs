@@ -24,6 +24,9 @@ use crate::workloads::{DENSE_A, DENSE_B};
 pub const PREFETCH: usize = 4;
 /// The loader's default worker count.
 pub const DEFAULT_WORKERS: usize = 2;
+/// The weights of the mixture row of (b): the data split into sources of
+/// these shares of its records, read at the same shares.
+const MIXTURE: [f64; 3] = [0.5, 0.3, 0.2];
 
 /// Runs workload (e); returns its table and the loader's rows of the
 /// targets table.
@@ -90,12 +93,20 @@ pub fn run(quick: bool, report: &mut Report) -> Result<(Table, Vec<Vec<String>>)
                 steps,
                 consumer_sleep_s: 0.0,
             };
-            configs.push((name, config));
+            // (b) raw again as a mixture of sources of consecutive records.
+            let mixture = match letter {
+                'b' => Some(ChildConfig {
+                    data: mixture_sources(dir.path(), &source)?,
+                    ..config.clone()
+                }),
+                _ => None,
+            };
+            configs.push((name, config, mixture));
         }
         drop(source);
         eprintln!("  stores written and checked");
-        for (name, config) in configs {
-            let rows = measure(&name, &config, reps, letter == 'a')?;
+        for (name, config, mixture) in configs {
+            let rows = measure(&name, &config, mixture.as_ref(), reps, letter == 'a')?;
             sets.push(DataSet {
                 name,
                 batch_bytes,
@@ -104,6 +115,39 @@ pub fn run(quick: bool, report: &mut Report) -> Result<(Table, Vec<Vec<String>>)
         }
     }
     Ok(tabulate(&sets, reps, report))
+}
+
+/// Writes `source` (dense) as one store per share of [`MIXTURE`], each of
+/// consecutive records with its labels (their indices in `source`).
+fn mixture_sources(dir: &std::path::Path, source: &Source) -> Result<Data> {
+    let Source::Dense { data, shape } = source else {
+        return Err("the mixture row needs dense data".into());
+    };
+    let (width, n) = (shape[0] * shape[1], source.len());
+    let (mut sources, mut first) = (Vec::new(), 0);
+    for (k, share) in MIXTURE.iter().enumerate() {
+        let last = if k + 1 == MIXTURE.len() {
+            n
+        } else {
+            first + (n as f64 * share) as usize
+        };
+        let (records, labels) = (
+            dir.join(format!("mix-{k}")),
+            dir.join(format!("mix-labels-{k}")),
+        );
+        let store = DenseStore::<u8>::create(&records, shape, Codec::Raw)?;
+        store.append(&data[first * width..last * width])?;
+        store.sync()?;
+        let store = DenseStore::<i64>::create(&labels, &[], Codec::Raw)?;
+        store.append(&(first as i64..last as i64).collect::<Vec<i64>>())?;
+        store.sync()?;
+        sources.push((records, labels));
+        first = last;
+    }
+    Ok(Data::Mixture {
+        sources,
+        weights: MIXTURE.to_vec(),
+    })
 }
 
 /// One data set's runs, named as the table's first column names it.
@@ -120,6 +164,8 @@ struct Row {
     label: String,
     loader: bool,
     consumer_sleeps: bool,
+    /// The mixture's row, paired with the default loader's.
+    mixture: bool,
     results: Vec<ChildResult>,
 }
 
@@ -149,15 +195,22 @@ fn child(config: &ChildConfig) -> Result<ChildResult> {
 }
 
 /// Runs the children of one data set: the bare loop and the default loader
-/// alternating `reps` times, so drift hits both; when `full`, also 1 and 4
-/// workers and a consumer that sleeps 1.5× the bare loop's gather.
-fn measure(name: &str, base: &ChildConfig, reps: usize, full: bool) -> Result<Vec<Row>> {
+/// (and the `mixture`'s, with as many workers) alternating `reps` times, so
+/// drift hits all; when `full`, also 1 and 4 workers and a consumer that
+/// sleeps 1.5× the bare loop's gather.
+fn measure(
+    name: &str,
+    base: &ChildConfig,
+    mixture: Option<&ChildConfig>,
+    reps: usize,
+    full: bool,
+) -> Result<Vec<Row>> {
     let mut rows: Vec<Row> = Vec::new();
-    let mut go = |label: String, workers: Option<usize>, sleep: f64| -> Result<f64> {
+    let mut run = |label: String, of: &ChildConfig, workers, sleep: f64| -> Result<f64> {
         let config = ChildConfig {
             workers,
             consumer_sleep_s: sleep,
-            ..base.clone()
+            ..of.clone()
         };
         let result = child(&config)?;
         eprintln!("  {name} {label}: {:.1} batches/s", result.batches_per_s);
@@ -168,6 +221,7 @@ fn measure(name: &str, base: &ChildConfig, reps: usize, full: bool) -> Result<Ve
                 label,
                 loader: workers.is_some(),
                 consumer_sleeps: sleep > 0.0,
+                mixture: !std::ptr::eq(of, base),
                 results: vec![result],
             }),
         }
@@ -176,20 +230,28 @@ fn measure(name: &str, base: &ChildConfig, reps: usize, full: bool) -> Result<Ve
     let default = format!("zrecord-loader, {DEFAULT_WORKERS} workers (default)");
     let mut bare_gather = Vec::new();
     for _ in 0..reps {
-        bare_gather.push(go("bare loop (calling thread)".into(), None, 0.0)?);
-        go(default.clone(), Some(DEFAULT_WORKERS), 0.0)?;
+        bare_gather.push(run("bare loop (calling thread)".into(), base, None, 0.0)?);
+        run(default.clone(), base, Some(DEFAULT_WORKERS), 0.0)?;
+        if let Some(mixture) = mixture {
+            let weights = MIXTURE.map(|w| w.to_string()).join(" / ");
+            let label = format!(
+                "zrecord-loader, {DEFAULT_WORKERS} workers, mixture of {} sources ({weights})",
+                MIXTURE.len()
+            );
+            run(label, mixture, Some(DEFAULT_WORKERS), 0.0)?;
+        }
     }
     if full {
         for (workers, s) in [(1, ""), (4, "s")] {
             let label = format!("zrecord-loader, {workers} worker{s}");
-            go(label, Some(workers), 0.0)?;
+            run(label, base, Some(workers), 0.0)?;
         }
         let sleep = 1.5 * median(&bare_gather);
         let label = format!(
             "zrecord-loader, {DEFAULT_WORKERS} workers, consumer sleeps 1.5× gather ({:.1} ms)",
             sleep * 1e3
         );
-        go(label, Some(DEFAULT_WORKERS), sleep)?;
+        run(label, base, Some(DEFAULT_WORKERS), sleep)?;
     }
     Ok(rows)
 }
@@ -263,6 +325,33 @@ fn tabulate(sets: &[DataSet], reps: usize, report: &mut Report) -> (Table, Vec<V
                 ));
             }
         }
+        if let Some(mix) = rows.iter().find(|r| r.mixture) {
+            // Paired: each repetition's mixture run / the default loader's
+            // run just before it.
+            let ratios: Vec<f64> = (mix.results.iter().zip(&rows[1].results))
+                .map(|(m, d)| m.batches_per_s / d.batches_per_s)
+                .collect();
+            let ratio = median(&ratios);
+            report.push(
+                'e',
+                &format!("{data}: {}", mix.label),
+                "vs_one_source",
+                ratio,
+                "x",
+            );
+            targets.push(target(
+                format!(
+                    "(e) {data}: loader over a mixture of {} sources / over one source",
+                    MIXTURE.len()
+                ),
+                "≥ 0.95×",
+                format!(
+                    "{ratio:.2}× ({:.1} vs {default_rate:.1} batches/s)",
+                    mix.rate()
+                ),
+                ratio >= 0.95,
+            ));
+        }
         let ratio = default_rate / bare_rate;
         targets.push(target(
             format!("(e) {data}: loader ({DEFAULT_WORKERS} workers) / bare loop"),
@@ -292,7 +381,12 @@ fn tabulate(sets: &[DataSet], reps: usize, report: &mut Report) -> (Table, Vec<V
          the sampled peak of file-backed resident memory (the stores are read through memory maps, whose \
          page-cache pages count in RSS). RSS bound = RSS after opening the stores + store maps + (prefetch \
          {PREFETCH} + 2) × the batch's bytes + 100 MiB. The 1.5× consumer sleeps (a training step that leaves \
-         the CPU to the loader) 1.5 × the bare loop's median gather time per step."
+         the CPU to the loader) 1.5 × the bare loop's median gather time per step. The mixture: the same records \
+         split into {n} stores of consecutive records ({weights} of them, with their labels), read at those \
+         weights by one loader (each source cyclic on its own), in the same alternation; its target is the \
+         median of its per-repetition ratios to the default loader over the one store.",
+        n = MIXTURE.len(),
+        weights = MIXTURE.map(|w| w.to_string()).join(" / "),
     ));
     (table, targets)
 }

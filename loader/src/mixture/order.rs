@@ -76,7 +76,11 @@ impl MixOrder {
         }
         let samplers = (lens.iter().zip(&modes).enumerate())
             .map(|(k, (&len, &mode))| {
-                Sampler::builder(len, 1)
+                // A cyclic epoch must be the whole source: a batch of 1. An
+                // iid stream has no epochs: one long batch keeps a run of
+                // positions in one kernel call.
+                let batch = if mode == Mode::Iid { 1 << 40 } else { 1 };
+                Sampler::builder(len, batch)
                     .seed(source_seed(seed, k))
                     .mode(mode)
                     .build()
@@ -117,6 +121,15 @@ impl MixOrder {
 
     /// The apportionment before `step`.
     pub(crate) fn cursor(&self, step: u64) -> Cursor {
+        self.cursor_then(step, |_| ())
+    }
+
+    /// The apportionment before `step`, and `then` run on it under the lock;
+    /// whatever cursor `then` leaves is kept as the latest.
+    fn cursor_then<R>(&self, step: u64, then: impl FnOnce(&mut Cursor) -> R) -> Cursor
+    where
+        R: Sized,
+    {
         let mut cursors = self.cursors.lock().unwrap_or_else(PoisonError::into_inner);
         let Cursors {
             checkpoints,
@@ -141,18 +154,21 @@ impl MixOrder {
                 checkpoints.push(cursor.clone());
             }
         }
-        *latest = cursor.clone();
-        cursor
+        let before = cursor.clone();
+        then(&mut cursor);
+        *latest = cursor;
+        before
     }
 
     /// Each source's records in the global batch of `step`, and how many
     /// each had served before it.
     pub(crate) fn counts(&self, step: u64) -> (Vec<u64>, Vec<u64>) {
-        let mut cursor = self.cursor(step);
-        let before = cursor.served.clone();
         let mut counts = vec![0; self.lens.len()];
-        cursor.advance(self.batch_size, &self.weights.parts(step), &mut counts);
-        (before, counts)
+        // Workers mostly ask for the step after the last: keep it ready.
+        let before = self.cursor_then(step, |cursor| {
+            cursor.advance(self.batch_size, &self.weights.parts(step), &mut counts);
+        });
+        (before.served, counts)
     }
 
     /// Writes positions `offset .. offset + out.len()` of `step`'s global
@@ -167,10 +183,15 @@ impl MixOrder {
                 sampler.fill_positions(before[k], &mut runs[at..]);
                 runs[at..].iter_mut().for_each(|i| *i += self.starts[k]);
             }
-            let b = u128::from(self.batch_size);
-            for (j, slot) in out.iter_mut().enumerate() {
-                let t = u128::from(offset + j as u64);
-                *slot = runs[(t * u128::from(self.stride) % b) as usize];
+            let b = self.batch_size;
+            // `t·stride mod B` for t = offset, offset + 1, ...: added up, not multiplied.
+            let mut u = (u128::from(offset) * u128::from(self.stride) % u128::from(b)) as u64;
+            for slot in out.iter_mut() {
+                *slot = runs[u as usize];
+                u += self.stride;
+                if u >= b {
+                    u -= b;
+                }
             }
         });
     }
