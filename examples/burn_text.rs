@@ -21,7 +21,7 @@
 //! cargo run --release --example burn_text -- [--epochs 6] [--batch 64] [--steps-per-epoch N] [--stores DIR] [--mix W]
 //! ```
 //!
-//! [`Mixture`]: zrecord_loader::Mixture
+//! [`Mixture`]: zrecord_burn::Mixture
 //!
 //! This file is self-contained: copy it into a crate of your own along with
 //! the dependencies the README's Burn section lists.
@@ -47,9 +47,9 @@ use burn::train::{
 };
 use zrecord::{Codec, DenseStore, RaggedStore};
 use zrecord_burn::{
-    Batch, EpochReport, Mode, Padding, StoreDataLoader, Stream, dense_tensor, ragged_padded,
+    Batch, EpochReport, Mixture, Mode, Padding, Source, StoreDataLoader, Stream, dense_tensor,
+    ragged_padded,
 };
-use zrecord_loader::{Mixture, Source};
 
 /// The first New Testament verse (Matthew 1:1) is line 23,146 of the file.
 const NEW_TESTAMENT_FROM: usize = 23_145;

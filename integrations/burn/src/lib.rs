@@ -109,7 +109,8 @@ pub use packed::{PackedTensors, block_causal_mask, packed_tensors};
 #[cfg(feature = "train")]
 pub use report::EpochReport;
 pub use zrecord_loader::{
-    BadRecords, Batch, CounterSnapshot, LastBatch, LoaderConfig, Mode, Padding, Stream,
+    BadRecords, Batch, CounterSnapshot, LastBatch, LoaderConfig, Mixture, Mode, Padding, Schedule,
+    Source, Stream,
 };
 /// Image transforms for the converter: decode, crop, flip, normalise (feature `vision`).
 #[cfg(feature = "vision")]
