@@ -297,7 +297,6 @@ impl<T: Send + 'static> LoaderBuilder<T> {
         }
         let len = check_streams(streams)?.max(min_len);
         let config = &self.config;
-        let mode = config.mode;
         if let Some(subset) = &config.subset
             && let Some((position, &index)) = subset.iter().enumerate().find(|&(_, &i)| i >= len)
         {
@@ -323,11 +322,11 @@ impl<T: Send + 'static> LoaderBuilder<T> {
             }
             (None, Some(subset)) => Sampler::builder_subset(Arc::clone(subset), self.batch_size)
                 .seed(config.seed)
-                .mode(mode)
+                .mode(config.mode)
                 .start_step(config.start_step),
             (None, None) => Sampler::builder(len, self.batch_size)
                 .seed(config.seed)
-                .mode(mode)
+                .mode(config.mode)
                 .start_step(config.start_step),
         };
         let builder = match config.shard {

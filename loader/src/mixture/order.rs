@@ -126,10 +126,7 @@ impl MixOrder {
 
     /// The apportionment before `step`, and `then` run on it under the lock;
     /// whatever cursor `then` leaves is kept as the latest.
-    fn cursor_then<R>(&self, step: u64, then: impl FnOnce(&mut Cursor) -> R) -> Cursor
-    where
-        R: Sized,
-    {
+    fn cursor_then(&self, step: u64, then: impl FnOnce(&mut Cursor)) -> Cursor {
         let mut cursors = self.cursors.lock().unwrap_or_else(PoisonError::into_inner);
         let Cursors {
             checkpoints,
