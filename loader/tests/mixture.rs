@@ -143,8 +143,19 @@ proptest! {
             .map(|r| build().resume(&state).shard(r, world).build().unwrap())
             .collect();
         for (step, expected) in all.iter().enumerate().skip(stop as usize) {
-            let global: Vec<(usize, u64)> = ranks.iter_mut().flat_map(|l| batches(l, 1).remove(0)).collect();
-            prop_assert_eq!(&global, expected, "step {}", step);
+            let mut global = Vec::new();
+            for rank in &mut ranks {
+                let local = batches(rank, 1).remove(0);
+                // A rank's batch is grouped by source, in source order.
+                prop_assert!(local.is_sorted_by_key(|&(s, _)| s), "step {}: {:?}", step, local);
+                global.extend(local);
+            }
+            // The same records, whatever the world size (a rank's records
+            // are in its sources' order, grouped by source).
+            let mut expected = expected.clone();
+            global.sort_unstable();
+            expected.sort_unstable();
+            prop_assert_eq!(global, expected, "step {}", step);
         }
     }
 }

@@ -24,11 +24,12 @@ const PLAN_BATCHES: u64 = 1000;
 /// The mixture's weights; its sources hold these shares of the records.
 const MIXTURE: [f64; 3] = [0.5, 0.3, 0.2];
 
-/// The plan group's two iterations, `PLAN_BATCHES` iid batches of 1024
-/// indices each from `Plan::fill_indices`: over one store of `len`
-/// records, and over a [`MIXTURE`] of stores holding the same number of
-/// records in all. Nothing is gathered.
-fn plans(len: u64) -> Result<[Runner<'static>; 2]> {
+/// The plan group's iterations, `PLAN_BATCHES` iid batches from
+/// `Plan::fill_indices`: 1024 indices each over one store of `len` records
+/// and over a [`MIXTURE`] of stores holding the same number of records in
+/// all, then rank 0's 256 of the mixture's global batches of 1024 on 4
+/// ranks. Nothing is gathered.
+fn plans(len: u64) -> Result<[Runner<'static>; 3]> {
     let dir = tempfile::Builder::new()
         .prefix("zrecord-compare-d")
         .tempdir()?;
@@ -54,10 +55,11 @@ fn plans(len: u64) -> Result<[Runner<'static>; 2]> {
                 black_box(&out);
                 step += 1;
             }
-            (PLAN_BATCHES * BATCH as u64) as usize
+            PLAN_BATCHES as usize * plan.batch_size()
         }))
     };
-    Ok([timed(one)?, timed(mix)?])
+    let rank = mix.clone().shard(0, 4);
+    Ok([timed(one)?, timed(mix)?, timed(rank)?])
 }
 
 /// An iteration as a [`Runner`] (which ignores the plan's batch).
@@ -88,12 +90,13 @@ pub fn run(quick: bool, report: &mut Report) -> Result<Table> {
     let epoch = |mode| runner(zsampler(mode, EPOCH_BATCHES));
     let iid = runner(zsampler(Mode::Iid, IID_BATCHES));
     let (iid_base, epoch_base) = (runner(iid_baseline(IID_BATCHES)), runner(epoch_baseline()));
-    let [one, mix] = plans(if quick { 20_000 } else { LEN })?;
+    let [one, mix, rank] = plans(if quick { 20_000 } else { LEN })?;
     let mixture = format!(
         "mixture of {} stores ({}), iid",
         MIXTURE.len(),
         MIXTURE.map(|w| w.to_string()).join(" / ")
     );
+    let mixture_rank = format!("{mixture}, rank 0 of 4 (256 indices a batch)");
     // Per group, the baseline first: (system, target, its iteration).
     let groups: [(_, Vec<(_, Option<Goal>, _)>); 3] = [
         (
@@ -120,6 +123,7 @@ pub fn run(quick: bool, report: &mut Report) -> Result<Table> {
             vec![
                 ("one store (baseline)", None, one),
                 (mixture.as_str(), Some(Goal::TimeWithin(2.0)), mix),
+                (mixture_rank.as_str(), None, rank),
             ],
         ),
     ];
@@ -162,7 +166,8 @@ pub fn run(quick: bool, report: &mut Report) -> Result<Table> {
          Targets: iid ≥ 1 G indices/s, cyclic ≥ 0.2 G indices/s. The plan group ({} rounds) times \
          `Plan::fill_indices`, what a loader's worker runs for each batch's indices: 1000 iid batches of 1024 \
          over one store of {} records, and over a mixture of three stores holding their weight's share of as \
-         many; nothing is gathered.",
+         many, then rank 0's quarter of the mixture's batches on 4 ranks (each rank generates the whole global \
+         batch's split to pick its records); nothing is gathered.",
         rounds_run[0], rounds_run[2], if quick { 20_000 } else { LEN },
     ));
     Ok(table)

@@ -35,7 +35,10 @@ pub(crate) use order::MixOrder;
 /// The mixture is part of the loader's configuration, not of its state: a
 /// [`LoaderState`](crate::LoaderState) records a fingerprint of it, and a
 /// loader resumed with the same mixture (at any world size dividing the
-/// global batch) serves exactly the batches the first one would have.
+/// global batch) serves exactly the records the first one would have in
+/// every global batch. Within a rank's batch the records are grouped by
+/// source, in source order (each source's run is then one read), so the
+/// order within a global batch, unlike its records, follows the world size.
 ///
 /// ```
 /// use zrecord::{Codec, DenseStore};

@@ -45,7 +45,8 @@ pub(crate) struct MixOrder {
     batch_size: u64,
     /// Global batch slot `t` holds the record at `t·stride mod B` of the
     /// sources' runs laid end to end: a bijection (the stride is coprime
-    /// with `B`) that spreads every source over every rank's slice.
+    /// with `B`) that spreads every source over every rank's slice. A
+    /// rank's batch is its slice in run order (grouped by source).
     stride: u64,
     pub(crate) fingerprint: u64,
     cursors: Mutex<Cursors>,
@@ -58,7 +59,8 @@ struct Cursors {
 }
 
 thread_local! {
-    static RUNS: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+    /// A global batch in run order and the marks of one rank's slice of it.
+    static SCRATCH: RefCell<(Vec<u64>, Vec<u64>)> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
 impl MixOrder {
@@ -168,29 +170,59 @@ impl MixOrder {
         (before.served, counts)
     }
 
-    /// Writes positions `offset .. offset + out.len()` of `step`'s global
-    /// batch: global indices into the sources laid end to end.
+    /// Writes the records at positions `offset .. offset + out.len()` of
+    /// `step`'s global batch (global indices into the sources laid end to
+    /// end), grouped by source in source order: which records a rank gets
+    /// does not depend on the world size, and each source's records are one
+    /// run for the gather.
     pub(crate) fn fill(&self, step: u64, offset: u64, out: &mut [u64]) {
         let (before, counts) = self.counts(step);
-        RUNS.with_borrow_mut(|runs| {
-            runs.clear();
-            for (k, sampler) in self.samplers.iter().enumerate() {
-                let at = runs.len();
-                runs.resize(at + counts[k] as usize, 0);
-                sampler.fill_positions(before[k], &mut runs[at..]);
-                runs[at..].iter_mut().for_each(|i| *i += self.starts[k]);
-            }
-            let b = self.batch_size;
-            // `t·stride mod B` for t = offset, offset + 1, ...: added up, not multiplied.
-            let mut u = (u128::from(offset) * u128::from(self.stride) % u128::from(b)) as u64;
-            for slot in out.iter_mut() {
-                *slot = runs[u as usize];
-                u += self.stride;
+        let b = self.batch_size as usize;
+        if offset == 0 && out.len() == b {
+            return self.fill_runs(&before, &counts, out);
+        }
+        SCRATCH.with_borrow_mut(|(runs, marks)| {
+            runs.resize(b, 0);
+            self.fill_runs(&before, &counts, runs);
+            // Slot `t` of the global batch is run position `t·stride mod B`:
+            // mark this slice's positions, then read them in run order.
+            marks.clear();
+            marks.resize(b.div_ceil(64), 0);
+            let stride = self.stride as usize;
+            let mut u = (u128::from(offset) * u128::from(self.stride) % b as u128) as usize;
+            for _ in 0..out.len() {
+                marks[u / 64] |= 1 << (u % 64);
+                u += stride;
                 if u >= b {
                     u -= b;
                 }
             }
+            let mut slots = out.iter_mut();
+            for (w, &word) in marks.iter().enumerate() {
+                let mut bits = word;
+                while bits != 0 {
+                    if let Some(slot) = slots.next() {
+                        *slot = runs[w * 64 + bits.trailing_zeros() as usize];
+                    }
+                    bits &= bits - 1;
+                }
+            }
         });
+    }
+
+    /// The whole global batch in run order: each source's `counts[k]`
+    /// records after its first `before[k]`, sources in order.
+    fn fill_runs(&self, before: &[u64], counts: &[u64], out: &mut [u64]) {
+        let mut at = 0;
+        for (k, sampler) in self.samplers.iter().enumerate() {
+            let run = &mut out[at..at + counts[k] as usize];
+            sampler.fill_positions(before[k], run);
+            let start = self.starts[k];
+            if start > 0 {
+                run.iter_mut().for_each(|i| *i += start);
+            }
+            at += run.len();
+        }
     }
 
     /// The name of the source of global index `index`.

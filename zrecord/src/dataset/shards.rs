@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -13,8 +14,13 @@ use crate::{DType, DynDenseStore, DynRaggedBatch, DynRaggedStore, DynVec, Error,
 /// Where each index of a batch lives: per shard, its local indices and
 /// their positions in the batch.
 struct Groups {
-    /// `(shard, local indices, positions)`, shards in ascending order.
-    groups: Vec<(usize, Vec<u64>, Vec<usize>)>,
+    /// `(shard, its range of `locals` and `positions`)`, shards ascending.
+    groups: Vec<(usize, Range<usize>)>,
+    locals: Vec<u64>,
+    positions: Vec<usize>,
+    /// The batch already lists its shards in ascending order (`positions`
+    /// is `0..n`): each shard's records can be read straight into place.
+    in_place: bool,
 }
 
 impl Groups {
@@ -22,29 +28,42 @@ impl Groups {
     /// `starts`' end is an error.
     fn split(starts: &[u64], indices: &[u64]) -> Result<Groups> {
         let len = starts.last().copied().unwrap_or(0);
-        // (shard, position), sorted: each shard's positions in batch order.
-        let mut located = Vec::with_capacity(indices.len());
-        for (position, &index) in indices.iter().enumerate() {
+        let mut shards = Vec::with_capacity(indices.len());
+        let mut shard = 0;
+        for &index in indices {
             if index >= len {
                 return Err(Error::IndexOutOfRange { index, len });
             }
-            // The last shard starting at or before `index` (empty shards skipped).
-            located.push((starts.partition_point(|&s| s <= index) - 1, position));
-        }
-        if !located.windows(2).all(|w| w[0].0 == w[1].0) {
-            located.sort_unstable();
-        }
-        let mut groups: Vec<(usize, Vec<u64>, Vec<usize>)> = Vec::new();
-        for (shard, position) in located {
-            if groups.last().is_none_or(|g| g.0 != shard) {
-                groups.push((shard, Vec::new(), Vec::new()));
+            // Neighbours mostly share a shard; else the last shard starting
+            // at or before `index` (empty shards skipped).
+            if !(starts[shard]..starts[shard + 1]).contains(&index) {
+                shard = starts.partition_point(|&s| s <= index) - 1;
             }
-            if let Some((_, locals, positions)) = groups.last_mut() {
-                locals.push(indices[position] - starts[shard]);
-                positions.push(position);
+            shards.push(shard);
+        }
+        let in_place = shards.is_sorted();
+        // Positions by shard, each shard's in batch order.
+        let mut positions: Vec<usize> = (0..indices.len()).collect();
+        if !in_place {
+            positions.sort_by_key(|&p| shards[p]);
+        }
+        let mut groups: Vec<(usize, Range<usize>)> = Vec::new();
+        for (k, &position) in positions.iter().enumerate() {
+            match groups.last_mut() {
+                Some((last, range)) if *last == shards[position] => range.end = k + 1,
+                _ => groups.push((shards[position], k..k + 1)),
             }
         }
-        Ok(Groups { groups })
+        let locals = positions
+            .iter()
+            .map(|&p| indices[p] - starts[shards[p]])
+            .collect();
+        Ok(Groups {
+            groups,
+            locals,
+            positions,
+            in_place,
+        })
     }
 }
 
@@ -193,9 +212,9 @@ impl<S: ShardStore> Shards<S> {
         if let [only] = &self.stores[..] {
             return Ok(Route::One(only, Cow::Borrowed(indices)));
         }
-        let Groups { mut groups } = Groups::split(&self.starts, indices)?;
-        if let [(shard, _, _)] = &groups[..] {
-            let (shard, locals) = (*shard, std::mem::take(&mut groups[0].1));
+        let mut groups = Groups::split(&self.starts, indices)?;
+        if let [(shard, _)] = groups.groups[..] {
+            let locals = std::mem::take(&mut groups.locals);
             return Ok(Route::One(&self.stores[shard], Cow::Owned(locals)));
         }
         Ok(Route::Many(groups))
@@ -206,8 +225,8 @@ impl<S: ShardStore> Shards<S> {
 enum Route<'a, S> {
     /// One shard holds every record: read straight into the output.
     One(&'a S, Cow<'a, [u64]>),
-    /// `(shard, local indices, positions in the batch)` per shard.
-    Many(Vec<(usize, Vec<u64>, Vec<usize>)>),
+    /// Records from several shards.
+    Many(Groups),
 }
 
 thread_local! {
@@ -250,13 +269,22 @@ impl Shards<DynDenseStore> {
         };
         let width = self.record_bytes();
         out.fill_bytes(indices.len() * self.record_len(), indices.len(), |bytes| {
+            if groups.in_place {
+                for (shard, range) in &groups.groups {
+                    let into = &mut bytes[range.start * width..range.end * width];
+                    self.stores[*shard].gather_bytes(&groups.locals[range.clone()], into)?;
+                }
+                return Ok(());
+            }
             PIECE.with_borrow_mut(|piece| {
-                for (shard, locals, positions) in &groups {
-                    let need = locals.len() * width;
+                for (shard, range) in &groups.groups {
+                    let need = range.len() * width;
                     if piece.len() < need {
                         piece.resize(need, 0);
                     }
+                    let locals = &groups.locals[range.clone()];
                     self.stores[*shard].gather_bytes(locals, &mut piece[..need])?;
+                    let positions = &groups.positions[range.clone()];
                     for (record, &position) in piece.chunks_exact(width).zip(positions) {
                         bytes[position * width..][..width].copy_from_slice(record);
                     }
@@ -294,12 +322,12 @@ impl Shards<DynRaggedStore> {
             Route::One(store, locals) => return store.gather_into(&locals, out),
             Route::Many(groups) => groups,
         };
-        let mut pieces = Vec::with_capacity(groups.len());
+        let mut pieces = Vec::with_capacity(groups.groups.len());
         // Where each position's record is: (piece, record in the piece).
         let mut place = vec![(0usize, 0usize); indices.len()];
-        for (g, (shard, locals, positions)) in groups.iter().enumerate() {
-            pieces.push(self.stores[*shard].gather_dyn(locals)?);
-            for (k, &position) in positions.iter().enumerate() {
+        for (g, (shard, range)) in groups.groups.iter().enumerate() {
+            pieces.push(self.stores[*shard].gather_dyn(&groups.locals[range.clone()])?);
+            for (k, &position) in groups.positions[range.clone()].iter().enumerate() {
                 place[position] = (g, k);
             }
         }
@@ -423,16 +451,22 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(24))]
 
-        /// Any batch of global indices reads what one store of all the
-        /// records reads, empty shards and batches across shards included.
+        /// Any batch of global indices (in any order, or with its shards in
+        /// order) reads what one store of all the records reads, empty
+        /// shards and batches across shards included.
         #[test]
         fn shards_read_like_one_store(
             sizes in prop::collection::vec(0u64..6, 1..5),
             picks in prop::collection::vec(any::<prop::sample::Index>(), 0..12),
+            sorted in any::<bool>(),
         ) {
             let total: u64 = sizes.iter().sum();
             prop_assume!(total > 0);
-            let indices: Vec<u64> = picks.iter().map(|p| p.index(total as usize) as u64).collect();
+            let mut indices: Vec<u64> = picks.iter().map(|p| p.index(total as usize) as u64).collect();
+            if sorted {
+                // Shards in order: each shard's records read straight into place.
+                indices.sort_unstable();
+            }
             let dir = tempfile::tempdir().unwrap();
             let (shards, whole) = dense(&dir.path().join("d"), &sizes);
             prop_assert_eq!(shards.len(), total);
