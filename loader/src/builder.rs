@@ -119,9 +119,12 @@ impl<T: Send + 'static> LoaderBuilder<T> {
     /// added one by one: its streams are those every source has, and each
     /// global batch is split among the sources by their weights. The
     /// loader's [`mode`](LoaderConfig::mode) is every source's unless it
-    /// sets its own; a subset, a short last batch and streams added with
+    /// sets its own; a subset and streams added with
     /// [`stream`](Self::stream) or [`dataset`](Self::dataset) are refused
-    /// with it. [`Batch::source`](crate::Batch::source) names each
+    /// with it. With [`LastBatch::Short`] the loader reads passes that serve
+    /// every record of every source exactly once (for evaluation): the
+    /// weights hold while every source has records left, the rest of the
+    /// pass mixes those left, and the last batch of a pass is short. [`Batch::source`](crate::Batch::source) names each
     /// record's source and [`Loader::sources`](crate::Loader::sources)
     /// counts records and epochs per source.
     pub fn mixture(mut self, mixture: crate::Mixture) -> Self {
@@ -248,16 +251,14 @@ impl<T: Send + 'static> LoaderBuilder<T> {
         if self.config.subset.is_some() {
             return refuse("a subset (give each source the records it should read)");
         }
-        if self.last_batch != LastBatch::Wrap {
-            return refuse("a short last batch");
-        }
         let config = &self.config;
         let (seed, batch_size) = match &config.resume {
             Some(state) => (state.sampler.seed, state.sampler.batch_size),
             None => (config.seed, self.batch_size),
         };
         let mode = config.resume.map_or(config.mode, |s| s.sampler.mode);
-        let (streams, order) = mixture.clone().build(batch_size, seed, mode)?;
+        let once = self.last_batch == LastBatch::Short;
+        let (streams, order) = mixture.clone().build(batch_size, seed, mode, once)?;
         if let Some(state) = &config.resume
             && state.mixture != Some(order.fingerprint)
         {
@@ -271,7 +272,10 @@ impl<T: Send + 'static> LoaderBuilder<T> {
         // A cyclic source smaller than the batch is fine in a mixture: the
         // sampler's length only has to admit the batch.
         let sampler = self.sampler(&streams, batch_size)?;
-        let passes = Passes::new(&sampler, self.last_batch)?;
+        let passes = match once {
+            true => Passes::once(&sampler, order.total()),
+            false => Passes::new(&sampler, LastBatch::Wrap)?,
+        };
         Ok((
             streams,
             Plan {

@@ -40,6 +40,11 @@ pub enum LastBatch {
     /// With [`shard`](crate::LoaderBuilder::shard), each rank keeps its slice
     /// of every global batch, so in the short batch a rank gets fewer
     /// records — or none (see [`Loader::batch_len`](crate::Loader::batch_len)).
+    ///
+    /// Over a [`Mixture`](crate::Mixture) (whose sources may then be in any
+    /// mode but [`Mode::Iid`]), a pass serves every record of every source
+    /// exactly once, at the mixture's weights while every source has
+    /// records left.
     Short,
 }
 
@@ -64,25 +69,32 @@ impl Passes {
     /// [`Error::ShortLastBatchNeedsSequential`] for a short last batch in
     /// any mode but [`Mode::Sequential`].
     pub(crate) fn new(sampler: &Sampler, last_batch: LastBatch) -> Result<Passes> {
-        let steps = match last_batch {
-            LastBatch::Wrap => None,
+        match last_batch {
+            LastBatch::Wrap => Ok(Passes::with(sampler, sampler.len(), None)),
             LastBatch::Short if sampler.mode() == Mode::Sequential => {
-                Some(sampler.len().div_ceil(sampler.global_batch_size()))
+                Ok(Passes::once(sampler, sampler.len()))
             }
-            LastBatch::Short => {
-                return Err(Error::ShortLastBatchNeedsSequential {
-                    mode: sampler.mode(),
-                });
-            }
-        };
-        let local = sampler.local_batch_size() as u64;
-        Ok(Passes {
-            len: sampler.len(),
+            LastBatch::Short => Err(Error::ShortLastBatchNeedsSequential {
+                mode: sampler.mode(),
+            }),
+        }
+    }
+
+    /// Passes of `len` records, each served once, the last batch of a pass
+    /// short: a mixture's, whatever the sampler's mode.
+    pub(crate) fn once(sampler: &Sampler, len: u64) -> Passes {
+        let steps = len.div_ceil(sampler.global_batch_size()).max(1);
+        Passes::with(sampler, len, Some(steps))
+    }
+
+    fn with(sampler: &Sampler, len: u64, steps: Option<u64>) -> Passes {
+        Passes {
+            len,
             global: sampler.global_batch_size(),
-            local,
+            local: sampler.local_batch_size() as u64,
             offset: sampler.local_offset(),
             steps,
-        })
+        }
     }
 
     /// Steps in one pass over the data: `⌈len / batch⌉` for a short last

@@ -399,9 +399,11 @@ impl<T> Job<T> {
             // The record that failed: rare enough to compute the batch again.
             let mut current = Vec::with_capacity(len);
             self.indices(step, &substitutes, &mut current);
-            let space = match self.plan.sampler.subset() {
-                Some(subset) => Space::Subset(subset),
-                None => Space::Range(self.plan.sampler.len()),
+            let space = match (self.plan.sampler.subset(), &self.plan.mix) {
+                (Some(subset), _) => Space::Subset(subset),
+                // A mixture's sampler may count more records than there are.
+                (None, Some(mix)) => Space::Range(mix.total()),
+                (None, None) => Space::Range(self.plan.sampler.len()),
             };
             let record = substitute(
                 self.plan.sampler.seed(),

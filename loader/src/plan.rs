@@ -66,13 +66,19 @@ impl Plan {
     /// what a run will read without reading it. For a
     /// [`Mixture`](crate::Mixture), indices into its sources laid end to end.
     pub fn fill_indices(&self, step: u64, out: &mut Vec<u64>) {
-        out.resize(self.sampler.local_batch_size(), 0);
         let sampler_step = self.passes.sampler_step(step);
+        let len = self.passes.batch_len(step);
         match &self.mix {
-            Some(mix) => mix.fill(sampler_step, self.sampler.local_offset(), out),
-            None => self.sampler.fill_batch(sampler_step, out),
+            Some(mix) => {
+                out.resize(len, 0);
+                mix.fill(sampler_step, self.sampler.local_offset(), out);
+            }
+            None => {
+                out.resize(self.sampler.local_batch_size(), 0);
+                self.sampler.fill_batch(sampler_step, out);
+                out.truncate(len);
+            }
         }
-        out.truncate(self.passes.batch_len(step));
     }
 
     /// Steps that make one pass over the data (`⌊len / global batch⌋`, at

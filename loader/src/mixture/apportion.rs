@@ -105,6 +105,59 @@ impl Cursor {
     }
 }
 
+impl Cursor {
+    /// One step of a pass that serves every record once: as
+    /// [`advance`](Self::advance) over the sources with records left (their
+    /// parts scaled up to [`ONE`]; by what each has left should those parts
+    /// be zero), the batch cut to the records left, and no source given more
+    /// than it has left — what it cannot take goes to the sources most owed.
+    pub(crate) fn advance_once(
+        &mut self,
+        batch: u64,
+        parts: &[i128],
+        lens: &[u64],
+        counts: &mut [u64],
+    ) {
+        let left: Vec<u64> = (lens.iter().zip(&self.served))
+            .map(|(&len, &served)| len.saturating_sub(served))
+            .collect();
+        let batch = batch.min(left.iter().sum());
+        let mut active: Vec<f64> = (parts.iter().zip(&left))
+            .map(|(&part, &left)| if left > 0 { part as f64 } else { 0.0 })
+            .collect();
+        if active.iter().all(|&w| w == 0.0) {
+            active = left.iter().map(|&l| l as f64).collect();
+        }
+        if batch == 0 {
+            counts.fill(0);
+            self.step += 1;
+            return;
+        }
+        self.advance(batch, &quantize(&active), counts);
+        let mut over = 0;
+        for i in 0..counts.len() {
+            let extra = self.served[i].saturating_sub(lens[i]);
+            counts[i] -= extra;
+            self.served[i] -= extra;
+            over += extra;
+            if self.served[i] == lens[i] {
+                // Done for this pass: nothing more is owed to it.
+                self.carry[i] = 0;
+            }
+        }
+        while over > 0 {
+            let most_owed = (0..counts.len())
+                .filter(|&i| self.served[i] < lens[i])
+                .max_by_key(|&i| (self.carry[i], std::cmp::Reverse(i)));
+            let Some(i) = most_owed else { break };
+            counts[i] += 1;
+            self.served[i] += 1;
+            self.carry[i] -= ONE;
+            over -= 1;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

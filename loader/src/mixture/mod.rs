@@ -164,11 +164,14 @@ impl Mixture {
     /// Checks the mixture and lays its sources end to end: the streams
     /// every source has (each the sources' stores in order), and the plan
     /// that picks indices in them.
+    /// With `once`, the order reads passes that serve every record of
+    /// every source exactly once (no source may be iid).
     pub(crate) fn build(
         self,
         batch_size: u64,
         seed: u64,
         mode: Mode,
+        once: bool,
     ) -> Result<(Vec<(String, Stream)>, MixOrder)> {
         let first = self.sources.first().ok_or(Error::MixtureEmpty)?;
         let lens = self
@@ -207,12 +210,20 @@ impl Mixture {
             .iter()
             .map(|s| Arc::from(s.name.as_str()))
             .collect();
-        let modes = self
+        let modes: Vec<Mode> = self
             .sources
             .iter()
             .map(|s| s.mode.unwrap_or(mode))
             .collect();
-        let order = MixOrder::new(names, lens, modes, weights, batch_size, seed)?;
+        if once && let Some(k) = modes.iter().position(|&m| m == Mode::Iid) {
+            return Err(Error::MixtureSource {
+                name: self.sources[k].name.clone(),
+                reason: "an iid source has no epoch to serve once; a short last batch needs \
+                         every source in a sequential, cyclic or block mode"
+                    .into(),
+            });
+        }
+        let order = MixOrder::new(names, lens, modes, weights, batch_size, seed, once)?;
         Ok((streams, order))
     }
 

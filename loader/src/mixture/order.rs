@@ -43,6 +43,9 @@ pub(crate) struct MixOrder {
     samplers: Vec<Sampler>,
     weights: Weights,
     batch_size: u64,
+    /// Passes that serve every record of every source once (the last
+    /// batch of a pass short), instead of an endless stream.
+    once: bool,
     /// Global batch slot `t` holds the record at `t·stride mod B` of the
     /// sources' runs laid end to end: a bijection (the stride is coprime
     /// with `B`) that spreads every source over every rank's slice. A
@@ -71,6 +74,7 @@ impl MixOrder {
         weights: Weights,
         batch_size: u64,
         seed: u64,
+        once: bool,
     ) -> crate::Result<MixOrder> {
         let mut starts = vec![0u64];
         for &len in &lens {
@@ -104,6 +108,7 @@ impl MixOrder {
                 }
             }
         }
+        fingerprint.word(u64::from(once));
         let start = Cursor::start(lens.len());
         Ok(MixOrder {
             names,
@@ -112,6 +117,7 @@ impl MixOrder {
             samplers,
             weights,
             batch_size,
+            once,
             stride: stride(batch_size),
             fingerprint: fingerprint.0,
             cursors: Mutex::new(Cursors {
@@ -142,11 +148,7 @@ impl MixOrder {
         };
         let mut counts = vec![0; self.lens.len()];
         while cursor.step < step {
-            cursor.advance(
-                self.batch_size,
-                &self.weights.parts(cursor.step),
-                &mut counts,
-            );
+            self.advance(&mut cursor, &mut counts);
             if cursor.step % CHECKPOINT_EVERY == 0
                 && checkpoints.len() as u64 == cursor.step / CHECKPOINT_EVERY
             {
@@ -164,10 +166,23 @@ impl MixOrder {
     pub(crate) fn counts(&self, step: u64) -> (Vec<u64>, Vec<u64>) {
         let mut counts = vec![0; self.lens.len()];
         // Workers mostly ask for the step after the last: keep it ready.
-        let before = self.cursor_then(step, |cursor| {
-            cursor.advance(self.batch_size, &self.weights.parts(step), &mut counts);
-        });
+        let before = self.cursor_then(step, |cursor| self.advance(cursor, &mut counts));
         (before.served, counts)
+    }
+
+    /// Apportions the step after `cursor`.
+    fn advance(&self, cursor: &mut Cursor, counts: &mut [u64]) {
+        let parts = self.weights.parts(cursor.step);
+        if self.once {
+            cursor.advance_once(self.batch_size, &parts, &self.lens, counts);
+        } else {
+            cursor.advance(self.batch_size, &parts, counts);
+        }
+    }
+
+    /// Records in every source together.
+    pub(crate) fn total(&self) -> u64 {
+        self.starts[self.starts.len() - 1]
     }
 
     /// Writes the records at positions `offset .. offset + out.len()` of
@@ -176,11 +191,20 @@ impl MixOrder {
     /// does not depend on the world size, and each source's records are one
     /// run for the gather.
     pub(crate) fn fill(&self, step: u64, offset: u64, out: &mut [u64]) {
+        if out.is_empty() {
+            return;
+        }
         let (before, counts) = self.counts(step);
-        let b = self.batch_size as usize;
+        // The batch size, or what is left of a pass that serves every record once.
+        let b = counts.iter().sum::<u64>() as usize;
         if offset == 0 && out.len() == b {
             return self.fill_runs(&before, &counts, out);
         }
+        let stride = if b as u64 == self.batch_size {
+            self.stride
+        } else {
+            stride(b as u64)
+        };
         SCRATCH.with_borrow_mut(|(runs, marks)| {
             runs.resize(b, 0);
             self.fill_runs(&before, &counts, runs);
@@ -188,9 +212,9 @@ impl MixOrder {
             // mark this slice's positions, then read them in run order.
             marks.clear();
             marks.resize(b.div_ceil(64), 0);
-            let stride = self.stride as usize;
-            let mut u = (u128::from(offset) * u128::from(self.stride) % b as u128) as usize;
-            for _ in 0..out.len() {
+            let mut u = (u128::from(offset) * u128::from(stride) % b as u128) as usize;
+            let stride = stride as usize;
+            for _ in 0..out.len().min(b) {
                 marks[u / 64] |= 1 << (u % 64);
                 u += stride;
                 if u >= b {
@@ -237,12 +261,23 @@ impl MixOrder {
     /// Records served and epochs completed by each source before `step`
     /// (all ranks together).
     pub(crate) fn progress(&self, step: u64) -> Vec<crate::SourceProgress> {
+        // Every pass that serves each record once serves a whole epoch of each source.
+        let (passes, step) = match self.once {
+            true => {
+                let steps = self.total().div_ceil(self.batch_size).max(1);
+                (step / steps, step % steps)
+            }
+            false => (0, step),
+        };
         let cursor = self.cursor(step);
         (self.names.iter().zip(&cursor.served).zip(&self.lens))
-            .map(|((name, &records), &len)| crate::SourceProgress {
-                name: Arc::clone(name),
-                records,
-                epochs: records / len,
+            .map(|((name, &records), &len)| {
+                let records = records + passes * len;
+                crate::SourceProgress {
+                    name: Arc::clone(name),
+                    records,
+                    epochs: records / len,
+                }
             })
             .collect()
     }
