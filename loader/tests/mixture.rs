@@ -452,3 +452,88 @@ fn bad_mixtures_are_refused_at_build_naming_the_source() {
         "{e}"
     );
 }
+
+/// Document `j` of corpus `s`: tokens `s·1_000_000 + j·100 + t` for
+/// `t` in `0..1 + j % 7`.
+fn corpus(dir: &Path, s: u32, docs: u32) -> Source {
+    let store =
+        zrecord::RaggedStore::<u32>::create(dir.join(format!("c{s}")), Codec::Zstd).unwrap();
+    let docs: Vec<Vec<u32>> = (0..docs)
+        .map(|j| {
+            (0..1 + j % 7)
+                .map(|t| s * 1_000_000 + j * 100 + t)
+                .collect()
+        })
+        .collect();
+    store.append_slices(&docs).unwrap();
+    Source::new(format!("c{s}")).stream("tokens", store)
+}
+
+#[test]
+fn packed_rows_mix_corpora_at_the_weights_and_resume() {
+    use zrecord_loader::{PackedBatch, PackedLoader};
+    let dir = tempfile::tempdir().unwrap();
+    let weights = [0.7, 0.3];
+    let (c0, c1) = (corpus(dir.path(), 0, 300), corpus(dir.path(), 1, 120));
+    let mix = Mixture::new()
+        .source(c0.clone().weight(weights[0]))
+        .source(c1.weight(weights[1]));
+    let builder = PackedLoader::builder(16, 4).mixture(mix).window(40).seed(4);
+    let mut whole = builder.clone().build().unwrap();
+    let all: Vec<PackedBatch> = (0..60).map(|_| whole.next_batch().unwrap()).collect();
+    let mut started = [0i64; 2];
+    for batch in &all {
+        let (tokens, segments) = (batch.tokens(), batch.segment_ids());
+        for k in 0..tokens.len() {
+            // A segment is one document's consecutive tokens, as without a mixture.
+            let same_segment = k % 16 > 0 && segments[k] == segments[k - 1] && segments[k] > 0;
+            if same_segment {
+                assert_eq!(tokens[k], tokens[k - 1] + 1, "step {}", batch.step());
+            }
+            if segments[k] > 0 && tokens[k] % 100 == 0 {
+                started[(tokens[k] / 1_000_000) as usize] += 1;
+            }
+        }
+        // Documents begun so far: the weights, within a few documents of
+        // the windows' interleave.
+        let total = (started[0] + started[1]) as f64;
+        for s in 0..2 {
+            let off = (started[s] as f64 - weights[s] * total).abs();
+            assert!(off <= 3.0, "step {}: {started:?}", batch.step());
+        }
+    }
+    assert!(started[1] > 120, "the small corpus cycles: {started:?}");
+    let progress = whole.sources().unwrap();
+    assert_eq!((&*progress[0].name, &*progress[1].name), ("c0", "c1"));
+
+    let mut first = builder.clone().build().unwrap();
+    (0..23).for_each(|_| drop(first.next_batch().unwrap()));
+    let state = first.state();
+    let mut ranks: Vec<PackedLoader> = (0..2)
+        .map(|r| builder.clone().resume(&state).shard(r, 2).build().unwrap())
+        .collect();
+    for batch in &all[23..] {
+        let parts: Vec<PackedBatch> = ranks.iter_mut().map(|l| l.next_batch().unwrap()).collect();
+        let tokens: Vec<u32> = parts.iter().flat_map(|p| p.tokens().to_vec()).collect();
+        assert_eq!(tokens, batch.tokens(), "step {}", batch.step());
+    }
+    // One token stream per source, and not beside a stream of its own.
+    let extra = zrecord::RaggedStore::<u32>::create(dir.path().join("extra"), Codec::Raw).unwrap();
+    extra.append_slices(&[vec![1u32]]).unwrap();
+    let extra = zrecord::Stream::from(extra);
+    let two = Mixture::new().source(c0.clone().stream("more", extra.clone()));
+    let err = PackedLoader::builder(16, 4).mixture(two).build().err();
+    assert!(
+        matches!(&err, Some(Error::MixtureSource { name, .. }) if name == "c0"),
+        "{err:?}"
+    );
+    let both = PackedLoader::builder(16, 4)
+        .mixture(Mixture::new().source(c0))
+        .tokens(extra)
+        .build()
+        .err();
+    assert!(
+        matches!(both, Some(Error::MixtureUnsupported { .. })),
+        "{both:?}"
+    );
+}

@@ -66,6 +66,9 @@ pub(crate) use order::MixOrder;
 pub struct Mixture {
     sources: Vec<Source>,
     schedule: Option<Schedule>,
+    /// Each batch's sources spread through it rather than grouped (see
+    /// `MixOrder`): set by the packing loader.
+    pub(crate) interleave: bool,
 }
 
 /// One source of a [`Mixture`]: named streams (like a loader's), a share
@@ -161,6 +164,28 @@ impl Mixture {
         self
     }
 
+    /// The name and (first source's) stream of a mixture of one stream
+    /// per source, as a packing loader reads.
+    pub(crate) fn only_stream(&self) -> Result<(String, Stream)> {
+        let first = self.sources.first().ok_or(Error::MixtureEmpty)?;
+        match &first.streams[..] {
+            [(name, stream)] => Ok((name.clone(), stream.clone())),
+            streams => Err(Error::MixtureSource {
+                name: first.name.clone(),
+                reason: format!(
+                    "it has {} streams; a packing loader's sources hold one token stream each",
+                    streams.len()
+                ),
+            }),
+        }
+    }
+
+    /// Records in every source together (each source's first stream).
+    pub(crate) fn records(&self) -> u64 {
+        let len = |s: &Source| s.streams.first().map_or(0, |(_, stream)| stream.len());
+        self.sources.iter().map(len).sum()
+    }
+
     /// Checks the mixture and lays its sources end to end: the streams
     /// every source has (each the sources' stores in order), and the plan
     /// that picks indices in them.
@@ -223,7 +248,16 @@ impl Mixture {
                     .into(),
             });
         }
-        let order = MixOrder::new(names, lens, modes, weights, batch_size, seed, once)?;
+        let order = MixOrder::new(
+            names,
+            lens,
+            modes,
+            weights,
+            batch_size,
+            seed,
+            once,
+            self.interleave,
+        )?;
         Ok((streams, order))
     }
 

@@ -46,6 +46,10 @@ pub(crate) struct MixOrder {
     /// Passes that serve every record of every source once (the last
     /// batch of a pass short), instead of an endless stream.
     once: bool,
+    /// Batches in slot order, the sources spread through each, instead of
+    /// grouped by source: for a packing loader's windows, whose documents
+    /// are packed in order.
+    interleave: bool,
     /// Global batch slot `t` holds the record at `t·stride mod B` of the
     /// sources' runs laid end to end: a bijection (the stride is coprime
     /// with `B`) that spreads every source over every rank's slice. A
@@ -75,6 +79,7 @@ impl MixOrder {
         batch_size: u64,
         seed: u64,
         once: bool,
+        interleave: bool,
     ) -> crate::Result<MixOrder> {
         let mut starts = vec![0u64];
         for &len in &lens {
@@ -109,6 +114,7 @@ impl MixOrder {
             }
         }
         fingerprint.word(u64::from(once));
+        fingerprint.word(u64::from(interleave));
         let start = Cursor::start(lens.len());
         Ok(MixOrder {
             names,
@@ -118,6 +124,7 @@ impl MixOrder {
             weights,
             batch_size,
             once,
+            interleave,
             stride: stride(batch_size),
             fingerprint: fingerprint.0,
             cursors: Mutex::new(Cursors {
@@ -189,7 +196,7 @@ impl MixOrder {
     /// `step`'s global batch (global indices into the sources laid end to
     /// end), grouped by source in source order: which records a rank gets
     /// does not depend on the world size, and each source's records are one
-    /// run for the gather.
+    /// run for the gather. Interleaved, slot by slot instead.
     pub(crate) fn fill(&self, step: u64, offset: u64, out: &mut [u64]) {
         if out.is_empty() {
             return;
@@ -197,7 +204,7 @@ impl MixOrder {
         let (before, counts) = self.counts(step);
         // The batch size, or what is left of a pass that serves every record once.
         let b = counts.iter().sum::<u64>() as usize;
-        if offset == 0 && out.len() == b {
+        if offset == 0 && out.len() == b && !self.interleave {
             return self.fill_runs(&before, &counts, out);
         }
         let stride = if b as u64 == self.batch_size {
@@ -208,12 +215,22 @@ impl MixOrder {
         SCRATCH.with_borrow_mut(|(runs, marks)| {
             runs.resize(b, 0);
             self.fill_runs(&before, &counts, runs);
+            let mut u = (u128::from(offset) * u128::from(stride) % b as u128) as usize;
+            let stride = stride as usize;
+            if self.interleave {
+                for slot in out.iter_mut() {
+                    *slot = runs[u];
+                    u += stride;
+                    if u >= b {
+                        u -= b;
+                    }
+                }
+                return;
+            }
             // Slot `t` of the global batch is run position `t·stride mod B`:
             // mark this slice's positions, then read them in run order.
             marks.clear();
             marks.resize(b.div_ceil(64), 0);
-            let mut u = (u128::from(offset) * u128::from(stride) % b as u128) as usize;
-            let stride = stride as usize;
             for _ in 0..out.len().min(b) {
                 marks[u / 64] |= 1 << (u % 64);
                 u += stride;

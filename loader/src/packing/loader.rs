@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use super::packer::{Cursor, Packer, Packing, Window};
 use super::{Documents, PackedBatch};
-use crate::{BadRecords, Counters, Error, Loader, LoaderConfig, LoaderState, Result, Stream};
+use crate::{
+    BadRecords, Counters, Error, Loader, LoaderConfig, LoaderState, Mixture, Result, Stream,
+};
 
 /// Name of the token stream inside the window loader.
 const TOKENS: &str = "tokens";
@@ -91,6 +93,7 @@ pub struct PackedState {
 #[derive(Clone)]
 pub struct PackedLoaderBuilder {
     tokens: Option<Stream>,
+    mixture: Option<Mixture>,
     seq_len: usize,
     rows: usize,
     packing: Packing,
@@ -109,6 +112,7 @@ impl PackedLoader {
     pub fn builder(seq_len: usize, rows: usize) -> PackedLoaderBuilder {
         PackedLoaderBuilder {
             tokens: None,
+            mixture: None,
             seq_len,
             rows,
             packing: Packing::default(),
@@ -153,6 +157,13 @@ impl PackedLoader {
     pub fn counters(&self) -> Arc<Counters> {
         self.windows.counters()
     }
+
+    /// Over a [`Mixture`]: each source's documents and epochs in the
+    /// windows read so far (all ranks together; the window being packed
+    /// included), as [`Loader::sources`] counts them; `None` otherwise.
+    pub fn sources(&self) -> Option<Vec<crate::SourceProgress>> {
+        self.windows.sources()
+    }
 }
 
 impl Iterator for PackedLoader {
@@ -171,6 +182,36 @@ impl PackedLoaderBuilder {
     /// `u32`, one document per record.
     pub fn tokens(mut self, stream: impl Into<Stream>) -> Self {
         self.tokens = Some(stream.into());
+        self
+    }
+
+    /// Documents from a [`Mixture`] of corpora instead of one token stream:
+    /// each source holds one ragged token stream (the same name in every
+    /// source), and every window of documents is split among the sources
+    /// by their weights, exactly, as a [`Loader`]'s batches are — so the
+    /// packed rows hold the corpora in those proportions of documents.
+    ///
+    /// ```
+    /// use zrecord::{Codec, RaggedStore};
+    /// use zrecord_loader::{Mixture, PackedLoader, Source};
+    /// # let dir = tempfile::tempdir()?;
+    ///
+    /// let corpus = |name: &str, token: u32| -> zrecord::Result<Source> {
+    ///     let store = RaggedStore::<u32>::create(dir.path().join(name), Codec::Zstd)?;
+    ///     store.append_slices(&vec![vec![token; 3]; 100])?;
+    ///     Ok(Source::new(name).stream("tokens", store))
+    /// };
+    /// let mixture = Mixture::new()
+    ///     .source(corpus("books", 1)?.weight(0.75))
+    ///     .source(corpus("code", 2)?.weight(0.25));
+    /// let mut loader = PackedLoader::builder(12, 4).mixture(mixture).window(16).build()?;
+    /// let batch = loader.next_batch()?;
+    /// let code = batch.tokens().iter().filter(|&&t| t == 2).count();
+    /// assert_eq!(code, 12); // a quarter of the 16 documents, 3 tokens each
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn mixture(mut self, mixture: Mixture) -> Self {
+        self.mixture = Some(mixture);
         self
     }
 
@@ -215,11 +256,20 @@ impl PackedLoaderBuilder {
     /// [`PackedState`]; the [`Loader`] builder's errors for the window
     /// sampler; the errors of the batches packed to reach the start step.
     pub fn build(self) -> Result<PackedLoader> {
-        let tokens = self.tokens.ok_or(Error::NoStreams)?;
+        let (name, tokens) = match (self.tokens, &self.mixture) {
+            (Some(tokens), None) => (TOKENS.to_string(), tokens),
+            (None, Some(mixture)) => mixture.only_stream()?,
+            (None, None) => return Err(Error::NoStreams),
+            (Some(_), Some(_)) => {
+                return Err(Error::MixtureUnsupported {
+                    setting: "a token stream of its own",
+                });
+            }
+        };
         match &tokens {
             Stream::Dense(_) => {
                 return Err(Error::WrongKind {
-                    name: TOKENS.into(),
+                    name,
                     expected: zrecord::StoreKind::Ragged,
                     found: zrecord::StoreKind::Dense,
                 });
@@ -238,10 +288,11 @@ impl PackedLoaderBuilder {
         }
         let (packing, seq_len, rows) = (self.packing, self.seq_len, self.rows);
         let config = self.config;
-        let documents = config
-            .subset
-            .as_ref()
-            .map_or(tokens.len(), |s| s.len() as u64);
+        let documents = match (&config.subset, &self.mixture) {
+            (Some(subset), _) => subset.len() as u64,
+            (None, Some(mixture)) => mixture.records(),
+            (None, None) => tokens.len(),
+        };
         let (rank, world_size) = config.shard.unwrap_or((0, 1));
         let place = |n: u64| {
             usize::try_from(n).map_err(|_| {
@@ -254,14 +305,20 @@ impl PackedLoaderBuilder {
             .shard(place(rank)?, place(world_size)?)?
             .pad_token(self.pad);
         // Every rank packs the same global batches: the windows are not sharded.
-        let mut windows =
-            Loader::builder(self.window.unwrap_or(DEFAULT_WINDOW).min(documents).max(1))
-                .stream(TOKENS, tokens)
-                .with_config(LoaderConfig {
-                    shard: None,
-                    start_step: 0,
-                    ..config
-                });
+        let windows = Loader::builder(self.window.unwrap_or(DEFAULT_WINDOW).min(documents).max(1));
+        let mut windows = match self.mixture {
+            // Documents are packed in window order: spread each window's sources through it.
+            Some(mut mixture) => {
+                mixture.interleave = true;
+                windows.mixture(mixture)
+            }
+            None => windows.stream(TOKENS, tokens),
+        }
+        .with_config(LoaderConfig {
+            shard: None,
+            start_step: 0,
+            ..config
+        });
         let start_step = match &self.resume {
             Some(state) => {
                 if (state.packing, state.seq_len, state.rows)
@@ -284,7 +341,7 @@ impl PackedLoaderBuilder {
         let skip = config.bad_records == BadRecords::Skip;
         let windows = windows
             .try_transform(move |mut batch| {
-                let docs = match Documents::from_ragged_locating(batch.take_ragged(TOKENS)?) {
+                let docs = match Documents::from_ragged_locating(batch.take_ragged(&name)?) {
                     Ok(docs) => docs,
                     Err((Some(document), e)) if skip => {
                         return Err(batch.bad_record(document, e.to_string()));
