@@ -255,8 +255,10 @@ impl Mixture {
             weights,
             batch_size,
             seed,
-            once,
-            self.interleave,
+            order::Reading {
+                once,
+                interleave: self.interleave,
+            },
         )?;
         Ok((streams, order))
     }

@@ -26,6 +26,16 @@ impl Weights {
     }
 }
 
+/// How a mixture's batches are read.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Reading {
+    /// In passes that serve every record once (else an endless stream).
+    pub(crate) once: bool,
+    /// Each batch in slot order, its sources spread through it (else
+    /// grouped by source within each rank's slice).
+    pub(crate) interleave: bool,
+}
+
 /// Cursors are kept every this many steps, so that any step is at most
 /// this many steps of apportionment away.
 const CHECKPOINT_EVERY: u64 = 4096;
@@ -78,8 +88,7 @@ impl MixOrder {
         weights: Weights,
         batch_size: u64,
         seed: u64,
-        once: bool,
-        interleave: bool,
+        Reading { once, interleave }: Reading,
     ) -> crate::Result<MixOrder> {
         let mut starts = vec![0u64];
         for &len in &lens {
