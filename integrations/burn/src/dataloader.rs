@@ -94,14 +94,21 @@ impl StoreDataLoaderBuilder {
     ///     .source(Source::new("large").stream("x", store("large", 900)?).weight(0.7))
     ///     .source(Source::new("small").stream("x", store("small", 40)?).weight(0.3));
     /// let device = Default::default();
-    /// let loader = StoreDataLoader::builder(10)
-    ///     .mixture(mixture)
-    ///     .build(&device, |batch, _| {
-    ///         Ok((0..batch.len()).filter(|&k| batch.source(k) == Some("small")).count())
-    ///     })?;
+    /// let small = |batch: zrecord_loader::Batch, _: &_| {
+    ///     Ok((0..batch.len()).filter(|&k| batch.source(k) == Some("small")).count())
+    /// };
+    /// let loader = StoreDataLoader::builder(10).mixture(mixture.clone()).build(&device, small)?;
     /// # use burn::data::dataloader::DataLoader;
     /// assert_eq!(loader.num_items(), 940 / 10 * 10);
     /// assert!(loader.iter().all(|small| small.is_ok_and(|n| n == 3))); // 30 % of every batch
+    ///
+    /// // Evaluation: every record of both sources once an epoch, the last batch short.
+    /// let eval = StoreDataLoader::builder(10)
+    ///     .mixture(mixture)
+    ///     .last_batch(zrecord_loader::LastBatch::Short)
+    ///     .build(&device, small)?;
+    /// assert_eq!(eval.num_items(), 940);
+    /// assert_eq!(eval.iter().map(|small| small.unwrap()).sum::<usize>(), 40);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn mixture(mut self, mixture: Mixture) -> Self {
