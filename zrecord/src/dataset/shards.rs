@@ -19,34 +19,72 @@ struct Groups {
     locals: Vec<u64>,
     positions: Vec<usize>,
     /// The batch already lists its shards in ascending order (`positions`
-    /// is `0..n`): each shard's records can be read straight into place.
+    /// is left empty: it would be `0..n`): each shard's records can be read
+    /// straight into place.
     in_place: bool,
 }
 
 impl Groups {
+    /// The batch position of the record at `at` in `locals`.
+    fn position(&self, at: usize) -> usize {
+        if self.in_place {
+            at
+        } else {
+            self.positions[at]
+        }
+    }
+
     /// Splits `indices` by shard, shards in ascending order; an index past
     /// `starts`' end is an error.
     fn split(starts: &[u64], indices: &[u64]) -> Result<Groups> {
+        // One pass while the batch lists its shards in order (a mixture's
+        // batches do), the general split from the first that is not.
+        let mut groups: Vec<(usize, Range<usize>)> = Vec::new();
+        let mut locals = Vec::with_capacity(indices.len());
+        let mut shard = 0;
+        for (k, &index) in indices.iter().enumerate() {
+            shard = Self::locate(starts, index, shard)?;
+            match groups.last_mut() {
+                Some((last, range)) if *last == shard => range.end = k + 1,
+                Some((last, _)) if *last > shard => return Self::split_unordered(starts, indices),
+                _ => groups.push((shard, k..k + 1)),
+            }
+            locals.push(index - starts[shard]);
+        }
+        Ok(Groups {
+            groups,
+            locals,
+            positions: Vec::new(),
+            in_place: true,
+        })
+    }
+
+    /// The shard of `index`: `near` if it holds it (neighbours mostly share
+    /// a shard), else the last shard starting at or before it (empty shards
+    /// skipped).
+    #[inline]
+    fn locate(starts: &[u64], index: u64, near: usize) -> Result<usize> {
         let len = starts.last().copied().unwrap_or(0);
+        if index >= len {
+            return Err(Error::IndexOutOfRange { index, len });
+        }
+        if (starts[near]..starts[near + 1]).contains(&index) {
+            return Ok(near);
+        }
+        Ok(starts.partition_point(|&s| s <= index) - 1)
+    }
+
+    /// [`split`](Self::split) of a batch in any order: positions sorted by
+    /// shard, each shard's in batch order.
+    fn split_unordered(starts: &[u64], indices: &[u64]) -> Result<Groups> {
         let mut shards = Vec::with_capacity(indices.len());
         let mut shard = 0;
         for &index in indices {
-            if index >= len {
-                return Err(Error::IndexOutOfRange { index, len });
-            }
-            // Neighbours mostly share a shard; else the last shard starting
-            // at or before `index` (empty shards skipped).
-            if !(starts[shard]..starts[shard + 1]).contains(&index) {
-                shard = starts.partition_point(|&s| s <= index) - 1;
-            }
+            shard = Self::locate(starts, index, shard)?;
             shards.push(shard);
         }
-        let in_place = shards.is_sorted();
-        // Positions by shard, each shard's in batch order.
         let mut positions: Vec<usize> = (0..indices.len()).collect();
-        if !in_place {
-            positions.sort_by_key(|&p| shards[p]);
-        }
+        positions.sort_by_key(|&p| shards[p]);
         let mut groups: Vec<(usize, Range<usize>)> = Vec::new();
         for (k, &position) in positions.iter().enumerate() {
             match groups.last_mut() {
@@ -62,7 +100,7 @@ impl Groups {
             groups,
             locals,
             positions,
-            in_place,
+            in_place: false,
         })
     }
 }
@@ -284,8 +322,8 @@ impl Shards<DynDenseStore> {
                     }
                     let locals = &groups.locals[range.clone()];
                     self.stores[*shard].gather_bytes(locals, &mut piece[..need])?;
-                    let positions = &groups.positions[range.clone()];
-                    for (record, &position) in piece.chunks_exact(width).zip(positions) {
+                    let positions = range.clone().map(|at| groups.position(at));
+                    for (record, position) in piece.chunks_exact(width).zip(positions) {
                         bytes[position * width..][..width].copy_from_slice(record);
                     }
                 }
@@ -327,8 +365,8 @@ impl Shards<DynRaggedStore> {
         let mut place = vec![(0usize, 0usize); indices.len()];
         for (g, (shard, range)) in groups.groups.iter().enumerate() {
             pieces.push(self.stores[*shard].gather_dyn(&groups.locals[range.clone()])?);
-            for (k, &position) in groups.positions[range.clone()].iter().enumerate() {
-                place[position] = (g, k);
+            for (k, at) in range.clone().enumerate() {
+                place[groups.position(at)] = (g, k);
             }
         }
         out.layout.clear();
