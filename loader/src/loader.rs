@@ -246,8 +246,7 @@ impl<T: Send + 'static> Loader<T> {
     /// the next one delivered (all ranks together, counted from step 0, so
     /// the same on every rank and after a resume); `None` otherwise.
     pub fn sources(&self) -> Option<Vec<crate::SourceProgress>> {
-        let step = self.step();
-        Some(self.plan.mix.as_ref()?.progress(step))
+        self.plan.sources(self.step())
     }
 
     /// The live counters; keep the `Arc` to read them from another thread.

@@ -81,6 +81,13 @@ impl Plan {
         }
     }
 
+    /// For a [`Mixture`](crate::Mixture): each source's records served and
+    /// epochs completed in the global batches before `step` (all ranks
+    /// together, counted from step 0); `None` otherwise.
+    pub fn sources(&self, step: u64) -> Option<Vec<crate::SourceProgress>> {
+        Some(self.mix.as_ref()?.progress(step))
+    }
+
     /// Steps that make one pass over the data (`⌊len / global batch⌋`, at
     /// least 1; `⌈len / global batch⌉` with
     /// [`LastBatch::Short`](crate::LastBatch::Short)).

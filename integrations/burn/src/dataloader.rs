@@ -10,7 +10,7 @@ use burn::data::dataset::DatasetError;
 use burn::tensor::Device;
 use zrecord_loader::{
     Batch, CounterSnapshot, Counters, LastBatch, Loader, LoaderBuilder, LoaderConfig, Mixture,
-    Mode, Stream,
+    Mode, Plan, SourceProgress, Stream,
 };
 
 use crate::{Error, Result};
@@ -109,6 +109,8 @@ impl StoreDataLoaderBuilder {
     ///     .build(&device, small)?;
     /// assert_eq!(eval.num_items(), 940);
     /// assert_eq!(eval.iter().map(|small| small.unwrap()).sum::<usize>(), 40);
+    /// let served = eval.sources(eval.next_epoch()).expect("a mixture");
+    /// assert_eq!((served[1].records, served[1].epochs), (40, 1));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn mixture(mut self, mixture: Mixture) -> Self {
@@ -235,6 +237,7 @@ impl StoreDataLoaderBuilder {
             epoch_stride,
             batch_size,
             short,
+            plan,
             num_items: 0,
             counters: Arc::new(Mutex::new(Vec::new())),
             state: Mutex::new(State {
@@ -351,6 +354,8 @@ pub struct StoreDataLoader<O> {
     short: Option<(u64, usize)>,
     /// Records of [`steps`](Self::steps) in the first epoch served.
     num_items: usize,
+    /// The checked configuration's plan (a mixture's order, for [`sources`](Self::sources)).
+    plan: Plan,
     /// Counters of every loader this one and its copies have run.
     counters: Arc<Mutex<Vec<Arc<Counters>>>>,
     state: Mutex<State<O>>,
@@ -434,6 +439,14 @@ impl<O: Send + 'static> StoreDataLoader<O> {
             .saturating_add(r)
     }
 
+    /// Over a [`Mixture`]: each source's records served and epochs
+    /// completed in the global batches before `epoch` starts (all ranks
+    /// together) — after an epoch, `sources(next_epoch())` counts all it
+    /// served; `None` otherwise.
+    pub fn sources(&self, epoch: u64) -> Option<Vec<SourceProgress>> {
+        self.plan.sources(self.step_of(epoch, 0))
+    }
+
     /// The pipeline counters summed over every loader this data loader and
     /// the copies made from it ([`to_device`](DataLoader::to_device),
     /// [`slice`](DataLoader::slice)) have run: steps, bytes, gather,
@@ -465,6 +478,7 @@ impl<O: Send + 'static> StoreDataLoader<O> {
             epoch_stride: self.epoch_stride,
             batch_size: self.batch_size,
             short: self.short,
+            plan: self.plan.clone(),
             num_items: 0,
             counters: Arc::clone(&self.counters),
             state: Mutex::new(State {

@@ -110,7 +110,7 @@ pub use packed::{PackedTensors, block_causal_mask, packed_tensors};
 pub use report::EpochReport;
 pub use zrecord_loader::{
     BadRecords, Batch, CounterSnapshot, LastBatch, LoaderConfig, Mixture, Mode, Padding, Schedule,
-    Source, Stream,
+    Source, SourceProgress, Stream,
 };
 /// Image transforms for the converter: decode, crop, flip, normalise (feature `vision`).
 #[cfg(feature = "vision")]
