@@ -29,10 +29,12 @@ impl Weights {
 /// How a mixture's batches are read.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Reading {
-    /// In passes that serve every record once (else an endless stream).
+    /// In passes that serve every record of every source once, the last
+    /// batch of a pass short (else an endless stream).
     pub(crate) once: bool,
     /// Each batch in slot order, its sources spread through it (else
-    /// grouped by source within each rank's slice).
+    /// grouped by source within each rank's slice): for a packing loader's
+    /// windows, whose documents are packed in order.
     pub(crate) interleave: bool,
 }
 
@@ -53,13 +55,7 @@ pub(crate) struct MixOrder {
     samplers: Vec<Sampler>,
     weights: Weights,
     batch_size: u64,
-    /// Passes that serve every record of every source once (the last
-    /// batch of a pass short), instead of an endless stream.
-    once: bool,
-    /// Batches in slot order, the sources spread through each, instead of
-    /// grouped by source: for a packing loader's windows, whose documents
-    /// are packed in order.
-    interleave: bool,
+    reading: Reading,
     /// Global batch slot `t` holds the record at `t·stride mod B` of the
     /// sources' runs laid end to end: a bijection (the stride is coprime
     /// with `B`) that spreads every source over every rank's slice. A
@@ -88,7 +84,7 @@ impl MixOrder {
         weights: Weights,
         batch_size: u64,
         seed: u64,
-        Reading { once, interleave }: Reading,
+        reading: Reading,
     ) -> crate::Result<MixOrder> {
         let mut starts = vec![0u64];
         for &len in &lens {
@@ -122,8 +118,8 @@ impl MixOrder {
                 }
             }
         }
-        fingerprint.word(u64::from(once));
-        fingerprint.word(u64::from(interleave));
+        fingerprint.word(u64::from(reading.once));
+        fingerprint.word(u64::from(reading.interleave));
         let start = Cursor::start(lens.len());
         Ok(MixOrder {
             names,
@@ -132,8 +128,7 @@ impl MixOrder {
             samplers,
             weights,
             batch_size,
-            once,
-            interleave,
+            reading,
             stride: stride(batch_size),
             fingerprint: fingerprint.0,
             cursors: Mutex::new(Cursors {
@@ -189,7 +184,7 @@ impl MixOrder {
     /// Apportions the step after `cursor`.
     fn advance(&self, cursor: &mut Cursor, counts: &mut [u64]) {
         let parts = self.weights.parts(cursor.step);
-        if self.once {
+        if self.reading.once {
             cursor.advance_once(self.batch_size, &parts, &self.lens, counts);
         } else {
             cursor.advance(self.batch_size, &parts, counts);
@@ -205,7 +200,8 @@ impl MixOrder {
     /// `step`'s global batch (global indices into the sources laid end to
     /// end), grouped by source in source order: which records a rank gets
     /// does not depend on the world size, and each source's records are one
-    /// run for the gather. Interleaved, slot by slot instead.
+    /// run for the gather — or, [interleaved](Reading::interleave), in slot
+    /// order.
     pub(crate) fn fill(&self, step: u64, offset: u64, out: &mut [u64]) {
         if out.is_empty() {
             return;
@@ -213,7 +209,7 @@ impl MixOrder {
         let (before, counts) = self.counts(step);
         // The batch size, or what is left of a pass that serves every record once.
         let b = counts.iter().sum::<u64>() as usize;
-        if offset == 0 && out.len() == b && !self.interleave {
+        if offset == 0 && out.len() == b && !self.reading.interleave {
             return self.fill_runs(&before, &counts, out);
         }
         let stride = if b as u64 == self.batch_size {
@@ -226,7 +222,7 @@ impl MixOrder {
             self.fill_runs(&before, &counts, runs);
             let mut u = (u128::from(offset) * u128::from(stride) % b as u128) as usize;
             let stride = stride as usize;
-            if self.interleave {
+            if self.reading.interleave {
                 for slot in out.iter_mut() {
                     *slot = runs[u];
                     u += stride;
@@ -288,7 +284,7 @@ impl MixOrder {
     /// (all ranks together).
     pub(crate) fn progress(&self, step: u64) -> Vec<crate::SourceProgress> {
         // Every pass that serves each record once serves a whole epoch of each source.
-        let (passes, step) = match self.once {
+        let (passes, step) = match self.reading.once {
             true => {
                 let steps = self.total().div_ceil(self.batch_size).max(1);
                 (step / steps, step % steps)

@@ -23,8 +23,10 @@ pub const DEFAULT_WINDOW: u64 = 4096;
 /// The documents are read in windows — one step of an ordinary [`Loader`]
 /// over the token stream, gathered (and, for best fit, planned) on its
 /// worker threads — in the order of its sampler: sequential, a fresh
-/// permutation each cycle, iid, block shuffles, over a subset if given.
-/// [`Packer`] turns the windows into batches.
+/// permutation each cycle, iid, block shuffles, over a subset if given —
+/// or from a [`Mixture`] of corpora
+/// ([`mixture`](PackedLoaderBuilder::mixture)). [`Packer`] turns the
+/// windows into batches.
 ///
 /// **Exact and resumable.** A batch is a pure function of where its window
 /// and the packer's cursor stand; [`state`](Self::state) saves that in a few
@@ -253,8 +255,12 @@ impl PackedLoaderBuilder {
     /// non-integer stream; [`Error::Packing`] for zero rows or length, a
     /// world size that does not divide the rows, a state saved with another
     /// packing, or a [`LoaderState`] given to resume from in place of a
-    /// [`PackedState`]; the [`Loader`] builder's errors for the window
-    /// sampler; the errors of the batches packed to reach the start step.
+    /// [`PackedState`]; for a [`mixture`](Self::mixture),
+    /// [`Error::MixtureSource`] for a source of other than one stream and
+    /// [`Error::MixtureUnsupported`] beside [`tokens`](Self::tokens); the
+    /// [`Loader`] builder's errors for the window sampler (a mixture's
+    /// among them); the errors of the batches packed to reach the start
+    /// step.
     pub fn build(self) -> Result<PackedLoader> {
         let (name, tokens) = match (self.tokens, &self.mixture) {
             (Some(tokens), None) => (TOKENS.to_string(), tokens),
