@@ -8,7 +8,6 @@ mod support;
 
 use std::io::Read;
 
-use burn::data::dataloader::DataLoader;
 use burn::module::Module;
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::nn::{Linear, LinearConfig};

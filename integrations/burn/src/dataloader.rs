@@ -389,6 +389,33 @@ impl StoreDataLoader<()> {
 }
 
 impl<O: Send + 'static> StoreDataLoader<O> {
+    /// The next epoch's batches, in step order: Burn's
+    /// [`DataLoader::iter`], here as well so that a plain training loop
+    /// needs no trait import.
+    ///
+    /// ```
+    /// # use burn::tensor::{Device, Tensor};
+    /// # use zrecord::{Codec, DenseStore};
+    /// # use zrecord_burn::{StoreDataLoader, dense_tensor};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let x = DenseStore::<f32>::create(dir.path().join("x"), &[3], Codec::Raw)?;
+    /// # x.append(&vec![0.5f32; 40 * 3])?;
+    /// let loader = StoreDataLoader::builder(10)
+    ///     .stream("x", x)
+    ///     .build(&Device::flex(), |mut batch, device| {
+    ///         let x: Tensor<2> = dense_tensor(&mut batch, "x", device)?;
+    ///         Ok(x)
+    ///     })?;
+    /// for batch in loader.iter() {
+    ///     let x: Tensor<2> = batch?;
+    ///     assert_eq!(x.dims(), [10, 3]);
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn iter(&self) -> Box<dyn DataLoaderIterator<O> + '_> {
+        DataLoader::iter(self)
+    }
+
     /// Steps in one (virtual) epoch of the whole loader.
     pub fn steps_per_epoch(&self) -> u64 {
         self.steps_per_epoch

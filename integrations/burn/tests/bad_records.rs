@@ -3,7 +3,6 @@
 //! replaces the image by the same substitute in every run, after a resume
 //! and on every rank, and counts each time it met it.
 
-use burn::data::dataloader::DataLoader;
 use burn::data::dataset::DatasetError;
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::nn::{Linear, LinearConfig};

@@ -2,7 +2,6 @@
 //! batch, so the ranks of any world size together serve exactly the pixels
 //! one process serves — what makes a resume on another world size exact.
 
-use burn::data::dataloader::DataLoader;
 use burn::tensor::Device;
 use zrecord::{Codec, RaggedStore};
 use zrecord_burn::vision::Transform;
