@@ -387,45 +387,34 @@ fn bad_mixtures_are_refused_at_build_naming_the_source() {
     let e = build(Mixture::new());
     assert!(matches!(e, Error::MixtureEmpty), "{e}");
 
-    let empty = DenseStore::<i64>::create(d.join("empty"), &[], Codec::Raw).unwrap();
-    let e = build(two(
-        source(d, 0, 10),
-        Source::new("empty").stream("label", empty),
-    ));
-    assert!(
-        matches!(&e, Error::MixtureSource { name, .. } if name == "empty"),
-        "{e}"
-    );
+    // Sources that cannot be read with a 10-record i64 "label" source:
+    // empty, another dtype, another shape, another stream name.
+    let store = |name: &str, shape: &[usize]| {
+        DenseStore::<i64>::create(d.join(name), shape, Codec::Raw).unwrap()
+    };
+    let empty = store("empty", &[]);
     let floats = DenseStore::<f32>::create(d.join("floats"), &[], Codec::Raw).unwrap();
     floats.append(&[1.0; 10]).unwrap();
-    let e = build(two(
-        source(d, 0, 10),
-        Source::new("floats").stream("label", floats),
-    ));
-    assert!(
-        matches!(&e, Error::MixtureSource { name, .. } if name == "floats"),
-        "{e}"
-    );
-    let wide = DenseStore::<i64>::create(d.join("wide"), &[2], Codec::Raw).unwrap();
+    let wide = store("wide", &[2]);
     wide.append(&[1; 20]).unwrap();
-    let e = build(two(
-        source(d, 0, 10),
-        Source::new("wide").stream("label", wide),
-    ));
-    assert!(
-        matches!(&e, Error::MixtureSource { name, .. } if name == "wide"),
-        "{e}"
-    );
-    let other = DenseStore::<i64>::create(d.join("other"), &[], Codec::Raw).unwrap();
+    let other = store("other", &[]);
     other.append(&[1; 10]).unwrap();
-    let e = build(two(
-        source(d, 0, 10),
-        Source::new("renamed").stream("labels", other),
-    ));
-    assert!(
-        matches!(&e, Error::MixtureSource { name, .. } if name == "renamed"),
-        "{e}"
-    );
+    let refused: [(&str, &str, zrecord::Stream); 4] = [
+        ("empty", "label", empty.into_dyn().into()),
+        ("floats", "label", floats.into_dyn().into()),
+        ("wide", "label", wide.into_dyn().into()),
+        ("renamed", "labels", other.into_dyn().into()),
+    ];
+    for (bad, stream, store) in refused {
+        let e = build(two(
+            source(d, 0, 10),
+            Source::new(bad).stream(stream, store),
+        ));
+        assert!(
+            matches!(&e, Error::MixtureSource { name, .. } if name == bad),
+            "{e}"
+        );
+    }
 
     // A state saved over another mixture, or over none.
     let mut loader = Loader::builder(4)
