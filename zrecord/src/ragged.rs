@@ -124,16 +124,46 @@ impl DynRaggedStore {
     /// store only) [`Error::EmptyRecord`] before anything is written;
     /// [`Error::Io`].
     pub fn append_batch(&self, batch: &DynRaggedBatch) -> Result<u64> {
-        if batch.dtype() != self.dtype {
+        self.append_bytes(batch.dtype(), batch.values.as_bytes(), &batch.layout)
+    }
+
+    /// Appends records given as little-endian bytes of `dtype`, end to end,
+    /// cut into records and shaped by `layout` — a packed batch built from
+    /// buffers another language owns. Returns the first new index.
+    ///
+    /// ```
+    /// use zrecord::{Codec, DType, DynRaggedStore, OpenOptions, RaggedLayout, Schema};
+    /// # let dir = tempfile::tempdir()?;
+    /// let store: DynRaggedStore = OpenOptions::new()
+    ///     .create(dir.path().join("text"), &Schema::ragged(DType::U8), Codec::Zstd)?;
+    /// let mut layout = RaggedLayout::new();
+    /// layout.push(&[5])?;
+    /// layout.push(&[3])?;
+    /// store.append_bytes(DType::U8, b"helloyes", &layout)?;
+    /// assert_eq!(store.gather_dyn(&[1])?.values().as_bytes(), b"yes");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::DTypeMismatch`], [`Error::BufferLength`] when `bytes` does
+    /// not hold exactly the layout's elements, [`Error::InvalidBool`] or (a
+    /// format-1 store only) [`Error::EmptyRecord`], each before anything is
+    /// written; [`Error::Io`].
+    pub fn append_bytes(&self, dtype: DType, bytes: &[u8], layout: &RaggedLayout) -> Result<u64> {
+        if dtype != self.dtype {
             return Err(Error::DTypeMismatch {
                 store: self.dtype,
-                got: batch.dtype(),
+                got: dtype,
             });
         }
-        let bytes = batch.values.as_bytes();
-        validate_bytes(self.dtype, bytes)?;
-        let layout = &batch.layout;
         let size = self.dtype.size();
+        if layout.total().checked_mul(size) != Some(bytes.len()) {
+            return Err(Error::BufferLength {
+                expected: layout.total(),
+                got: bytes.len() / size,
+            });
+        }
+        validate_bytes(self.dtype, bytes)?;
         self.append_records(
             layout.len(),
             |k| {

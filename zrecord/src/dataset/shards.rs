@@ -299,36 +299,61 @@ impl Shards<DynDenseStore> {
     /// A batch within one shard is read straight into `out`.
     ///
     /// # Errors
+    /// [`Error::DTypeMismatch`] if `out` holds another dtype;
     /// [`Error::IndexOutOfRange`] with the global index; a shard's errors.
     pub fn gather_into(&self, indices: &[u64], out: &mut DynVec) -> Result<()> {
+        if out.dtype() != self.dtype() {
+            return Err(Error::DTypeMismatch {
+                store: self.dtype(),
+                got: out.dtype(),
+            });
+        }
+        out.fill_bytes(indices.len() * self.record_len(), indices.len(), |bytes| {
+            self.gather_bytes(indices, bytes)
+        })
+    }
+
+    /// Gathers records `indices` as bytes into `out`, exactly
+    /// `indices.len() * record_bytes()` long: as
+    /// [`DynDenseStore::gather_bytes`]. A run of records within one shard is
+    /// read straight into its place in `out`.
+    ///
+    /// # Errors
+    /// [`Error::IndexOutOfRange`] with the global index,
+    /// [`Error::BufferLength`]; a shard's errors.
+    pub fn gather_bytes(&self, indices: &[u64], out: &mut [u8]) -> Result<()> {
+        let width = self.record_bytes();
+        if indices.len().checked_mul(width) != Some(out.len()) {
+            return Err(Error::BufferLength {
+                expected: indices.len().saturating_mul(width),
+                got: out.len(),
+            });
+        }
         let groups = match self.route(indices)? {
-            Route::One(store, locals) => return store.gather_into(&locals, out),
+            Route::One(store, locals) => return store.gather_bytes(&locals, out),
             Route::Many(groups) => groups,
         };
-        let width = self.record_bytes();
-        out.fill_bytes(indices.len() * self.record_len(), indices.len(), |bytes| {
-            if groups.in_place {
-                for (shard, range) in &groups.groups {
-                    let into = &mut bytes[range.start * width..range.end * width];
-                    self.stores[*shard].gather_bytes(&groups.locals[range.clone()], into)?;
-                }
-                return Ok(());
+        if groups.in_place {
+            for (shard, range) in &groups.groups {
+                let into = &mut out[range.start * width..range.end * width];
+                self.stores[*shard].gather_bytes(&groups.locals[range.clone()], into)?;
             }
-            PIECE.with_borrow_mut(|piece| {
-                for (shard, range) in &groups.groups {
-                    let need = range.len() * width;
-                    if piece.len() < need {
-                        piece.resize(need, 0);
-                    }
-                    let locals = &groups.locals[range.clone()];
-                    self.stores[*shard].gather_bytes(locals, &mut piece[..need])?;
-                    let positions = range.clone().map(|at| groups.position(at));
-                    for (record, position) in piece.chunks_exact(width).zip(positions) {
-                        bytes[position * width..][..width].copy_from_slice(record);
-                    }
+            return Ok(());
+        }
+        PIECE.with_borrow_mut(|piece| {
+            for (shard, range) in &groups.groups {
+                let need = range.len() * width;
+                if piece.len() < need {
+                    piece.resize(need, 0);
                 }
-                Ok(())
-            })
+                let locals = &groups.locals[range.clone()];
+                self.stores[*shard].gather_bytes(locals, &mut piece[..need])?;
+                let positions = range.clone().map(|at| groups.position(at));
+                for (record, position) in piece.chunks_exact(width).zip(positions) {
+                    out[position * width..][..width].copy_from_slice(record);
+                }
+            }
+            Ok(())
         })
     }
 

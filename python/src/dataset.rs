@@ -1,0 +1,123 @@
+//! `Dataset`: a sharded dataset folder, read; and `join`, which makes one.
+
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+use pyo3::types::PyByteArray;
+use zrecord::{Dataset as RustDataset, Stream};
+
+use crate::buffers::{self, RaggedParts};
+use crate::error;
+use crate::store::kind_name;
+
+/// A dataset folder (shards and their `dataset.zr` manifest), read-only.
+#[pyclass(module = "zrecord._zrecord", frozen)]
+pub struct Dataset {
+    pub(crate) dataset: RustDataset,
+}
+
+#[pymethods]
+impl Dataset {
+    /// Opens the dataset folder `path` and every shard's stores, read-only.
+    #[staticmethod]
+    fn open(py: Python<'_>, path: PathBuf) -> PyResult<Dataset> {
+        let dataset = py
+            .detach(|| RustDataset::open(&path))
+            .map_err(error::store)?;
+        Ok(Dataset { dataset })
+    }
+
+    fn __len__(&self) -> usize {
+        self.dataset.len() as usize
+    }
+
+    /// Every stream as `(name, kind, dtype, shape)`; `shape` is `None` for a
+    /// ragged stream.
+    fn streams(&self) -> Vec<(String, &'static str, &'static str, Option<Vec<usize>>)> {
+        self.dataset
+            .streams()
+            .map(|(name, stream)| {
+                let shape = stream.as_dense().map(|d| d.item_shape().to_vec());
+                (
+                    name.to_string(),
+                    kind_name(stream.kind()),
+                    stream.dtype().name(),
+                    shape,
+                )
+            })
+            .collect()
+    }
+
+    /// Shards as `(folder, records)`, in index order.
+    fn shards(&self) -> Vec<(String, u64)> {
+        self.dataset
+            .manifest()
+            .shards
+            .iter()
+            .map(|s| (s.folder.clone(), s.records))
+            .collect()
+    }
+
+    /// Dense records `indices` of stream `name`: as `Store.gather_dense`.
+    fn gather_dense<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        indices: &[u8],
+    ) -> PyResult<Bound<'py, PyByteArray>> {
+        let dense = self
+            .stream(name)?
+            .as_dense()
+            .ok_or_else(|| error::value(format!("stream {name:?} is ragged: use gather_ragged")))?;
+        let indices = buffers::indices(indices)?;
+        let len = indices
+            .len()
+            .checked_mul(dense.record_bytes())
+            .ok_or_else(|| error::value("the batch is larger than memory can address"))?;
+        buffers::fill(py, len, |out| dense.gather_bytes(&indices, out))
+    }
+
+    /// Ragged records `indices` of stream `name`: as `Store.gather_ragged`.
+    fn gather_ragged<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        indices: &[u8],
+    ) -> PyResult<RaggedParts<'py>> {
+        let ragged = self
+            .stream(name)?
+            .as_ragged()
+            .ok_or_else(|| error::value(format!("stream {name:?} is dense: use gather_dense")))?;
+        let indices = buffers::indices(indices)?;
+        let batch = py
+            .detach(|| ragged.gather_dyn(&indices))
+            .map_err(error::store)?;
+        Ok(buffers::ragged_parts(py, &batch))
+    }
+}
+
+impl Dataset {
+    fn stream(&self, name: &str) -> PyResult<&Stream> {
+        self.dataset.stream(name).ok_or_else(|| {
+            let names: Vec<&str> = self.dataset.streams().map(|(n, _)| n).collect();
+            error::value(format!(
+                "no stream {name:?}: the dataset has {}",
+                names.join(", ")
+            ))
+        })
+    }
+}
+
+/// Checks the shard folders of `path` and writes its manifest: returns the
+/// shards as `(folder, records)`.
+#[pyfunction]
+pub fn join(py: Python<'_>, path: PathBuf) -> PyResult<Vec<(String, u64)>> {
+    let manifest = py
+        .detach(|| RustDataset::join(&path))
+        .map_err(error::store)?;
+    Ok(manifest
+        .shards
+        .iter()
+        .map(|s| (s.folder.clone(), s.records))
+        .collect())
+}

@@ -1,0 +1,283 @@
+"""Stores, datasets and ragged batches, as numpy arrays."""
+
+import os
+
+import numpy as np
+
+from . import _zrecord
+from ._dtypes import NAMES, from_numpy, little_endian, to_numpy
+
+
+def _indices(indices):
+    """Indices as the uint64 bytes the native calls take; negative indices
+    are refused rather than wrapped."""
+    array = np.asarray(indices)
+    if array.ndim != 1:
+        array = array.reshape(-1)
+    if array.size and array.dtype.kind == "i" and array.min() < 0:
+        raise IndexError(f"negative index {int(array.min())}")
+    if array.size and array.dtype.kind not in "iu":
+        raise TypeError(f"indices must be integers, not {array.dtype}")
+    return array.astype("<u8", copy=False).tobytes()
+
+
+class Ragged:
+    """Variable-shape records gathered in packed form: every record's
+    values end to end in `values`, record `k` at `offsets[k]:offsets[k+1]`
+    with shape `shapes[k]`. `batch[k]` is record `k` as an array view."""
+
+    def __init__(self, values, offsets, dims, ranks):
+        self.values = values
+        self.offsets = offsets
+        self._dims = dims
+        self._ranks = ranks
+
+    @classmethod
+    def _from_parts(cls, dtype, parts):
+        values, offsets, dims, ranks = parts
+        return cls(
+            np.frombuffer(values, dtype=to_numpy(dtype)),
+            np.frombuffer(offsets, dtype="<u8"),
+            np.frombuffer(dims, dtype="<u8"),
+            np.frombuffer(ranks, dtype="<u8"),
+        )
+
+    def __len__(self):
+        return len(self.offsets) - 1
+
+    @property
+    def lengths(self):
+        """Elements per record."""
+        return np.diff(self.offsets)
+
+    @property
+    def shapes(self):
+        """Every record's shape, as tuples."""
+        ends = np.cumsum(self._ranks)
+        starts = ends - self._ranks
+        return [tuple(int(d) for d in self._dims[s:e]) for s, e in zip(starts, ends)]
+
+    def __getitem__(self, k):
+        if k < 0:
+            k += len(self)
+        if not 0 <= k < len(self):
+            raise IndexError(f"record {k} of a batch of {len(self)}")
+        start = int(np.sum(self._ranks[:k]))
+        shape = tuple(int(d) for d in self._dims[start : start + int(self._ranks[k])])
+        return self.values[int(self.offsets[k]) : int(self.offsets[k + 1])].reshape(shape)
+
+    def __iter__(self):
+        return (self[k] for k in range(len(self)))
+
+    def __repr__(self):
+        return f"Ragged({len(self)} records, {len(self.values)} {self.values.dtype} values)"
+
+
+def _dense_array(dtype, shape, count, buffer):
+    return np.frombuffer(buffer, dtype=to_numpy(dtype)).reshape((count, *shape))
+
+
+class Store:
+    """A zrecord store: dense (every record one shape) or ragged (each
+    record its own), of one dtype. Open one with `zrecord.open`, make one
+    with `zrecord.create`. A store is a context manager; leaving it closes
+    the store and releases its lock."""
+
+    def __init__(self, native):
+        self._native = native
+
+    def __len__(self):
+        return len(self._native)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        n = self._native
+        shape = "" if n.shape is None else f" {tuple(n.shape)}"
+        return f"Store({str(n.path)!r}, {n.kind} {n.dtype}{shape}, {len(n)} records)"
+
+    @property
+    def path(self):
+        return self._native.path
+
+    @property
+    def kind(self):
+        """`"dense"` or `"ragged"`."""
+        return self._native.kind
+
+    @property
+    def dtype(self):
+        """The records' numpy dtype."""
+        return to_numpy(self._native.dtype)
+
+    @property
+    def shape(self):
+        """A dense record's shape; `None` for a ragged store."""
+        shape = self._native.shape
+        return None if shape is None else tuple(shape)
+
+    def info(self):
+        """Records, sizes, codec and format, as a dict."""
+        return self._native.info()
+
+    def gather(self, indices):
+        """Records `indices` (any order, repeats allowed): one array of
+        shape `(len(indices), *shape)` for a dense store, decoded straight
+        into the array's buffer with the GIL released; a `Ragged` batch
+        for a ragged store."""
+        raw = _indices(indices)
+        n = self._native
+        if n.kind == "dense":
+            return _dense_array(n.dtype, n.shape, len(raw) // 8, n.gather_dense(raw))
+        return Ragged._from_parts(n.dtype, n.gather_ragged(raw))
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return self.gather(np.arange(*index.indices(len(self))))
+        if index < 0:
+            index += len(self)
+        records = self.gather([index])
+        return records[0]
+
+    def append(self, records):
+        """Appends records; returns the index of the first.
+
+        A dense store takes an array of shape `(n, *shape)` (or one record
+        of `shape`); a ragged store takes a sequence of arrays, or a
+        `Ragged` batch. Records of another dtype are cast when the cast is
+        safe (`numpy.can_cast`), else refused."""
+        n = self._native
+        dtype = to_numpy(n.dtype)
+        if n.kind == "dense":
+            array = np.asarray(records)
+            shape = tuple(n.shape)
+            if array.shape == shape:
+                array = array.reshape((1, *shape))
+            if array.shape[1:] != shape:
+                raise ValueError(
+                    f"records of shape {array.shape[1:]} for a store of shape {shape}"
+                )
+            array = little_endian(_cast(array, dtype))
+            return n.append_dense(n.dtype, array.tobytes())
+        if isinstance(records, Ragged):  # already packed: no concatenation
+            values = little_endian(_cast(records.values, dtype))
+            return n.append_ragged(
+                n.dtype,
+                values.tobytes(),
+                records._dims.astype("<u8").tobytes(),
+                records._ranks.astype("<u8").tobytes(),
+            )
+        arrays = [np.asarray(r) for r in records]
+        values = np.concatenate([a.reshape(-1) for a in arrays]) if arrays else np.zeros(0, dtype)
+        values = little_endian(_cast(values, dtype))
+        dims = np.array([d for a in arrays for d in a.shape], dtype="<u8")
+        ranks = np.array([a.ndim for a in arrays], dtype="<u8")
+        return n.append_ragged(n.dtype, values.tobytes(), dims.tobytes(), ranks.tobytes())
+
+    def sync(self):
+        """Makes every record appended so far durable."""
+        self._native.sync()
+
+    def delete(self, indices):
+        """Deletes records `indices` (numbered as before the call) by moving
+        the last live records into the holes, so the records stay
+        `0..len`. Returns how many were deleted; `compact` reclaims the
+        space."""
+        return self._native.delete(_indices(indices))
+
+    def compact(self):
+        """Rewrites the store without its deleted records' bytes."""
+        return self._native.compact()
+
+    def verify(self):
+        """Reads and checks every record; raises on the first bad one."""
+        return self._native.verify()
+
+    def close(self):
+        """Closes the store and releases its lock."""
+        self._native.close()
+
+
+def _cast(array, dtype):
+    """`array` as `dtype`: a safe cast, or one whose values all survive it
+    (`np.arange(3)` into an int32 store); anything else is refused."""
+    if array.dtype == dtype:
+        return array
+    if np.can_cast(array.dtype, dtype, "safe") or array.size == 0:
+        return array.astype(dtype)
+    if np.can_cast(array.dtype, dtype, "same_kind") or (
+        array.dtype.kind in "iub" and dtype.kind in "iu"
+    ):
+        cast = array.astype(dtype)
+        if np.array_equal(cast.astype(array.dtype), array):
+            return cast
+    raise TypeError(f"cannot cast {array.dtype} to the store's {dtype} without loss")
+
+
+class Dataset:
+    """A sharded dataset folder (shards and their `dataset.zr`), read-only:
+    its streams read as one index space."""
+
+    def __init__(self, native):
+        self._native = native
+        self._streams = {
+            name: (kind, dtype, None if shape is None else tuple(shape))
+            for name, kind, dtype, shape in native.streams()
+        }
+
+    def __len__(self):
+        return len(self._native)
+
+    def __repr__(self):
+        return f"Dataset({len(self)} records, streams {list(self._streams)})"
+
+    @property
+    def streams(self):
+        """`{name: (kind, numpy dtype, shape or None)}`."""
+        return {name: (k, to_numpy(d), s) for name, (k, d, s) in self._streams.items()}
+
+    @property
+    def shards(self):
+        """`[(folder, records)]` in index order."""
+        return self._native.shards()
+
+    def gather(self, stream, indices):
+        """Records `indices` of `stream`: as `Store.gather`."""
+        if stream not in self._streams:
+            raise KeyError(f"no stream {stream!r}: the dataset has {', '.join(self._streams)}")
+        kind, dtype, shape = self._streams[stream]
+        raw = _indices(indices)
+        if kind == "dense":
+            return _dense_array(dtype, shape, len(raw) // 8, self._native.gather_dense(stream, raw))
+        return Ragged._from_parts(dtype, self._native.gather_ragged(stream, raw))
+
+
+def open(path, read_only=False):  # noqa: A001 - the package's verb, like io.open
+    """Opens a store folder (holding `store.zr`) as a `Store`, or a dataset
+    folder (holding `dataset.zr`) as a read-only `Dataset`."""
+    path = os.fspath(path)
+    if os.path.exists(os.path.join(path, "dataset.zr")):
+        return Dataset(_zrecord.Dataset.open(path))
+    return Store(_zrecord.Store.open(path, read_only))
+
+
+def create(path, dtype, shape=None, *, ragged=False, codec="zstd", zstd_level=None):
+    """Creates an empty store at `path` (a folder that must not exist or be
+    empty): dense with records of `shape`, or ragged with `ragged=True`.
+    `dtype` is a numpy dtype (or a zrecord name: `"u8"`, `"f32"`, …);
+    `codec` is `"zstd"` (the default) or `"raw"`."""
+    if ragged == (shape is not None):
+        raise ValueError("give a dense store's shape, or ragged=True, not both")
+    name = dtype if isinstance(dtype, str) and dtype in NAMES else from_numpy(dtype)
+    native = _zrecord.Store.create(
+        os.fspath(path),
+        name,
+        None if shape is None else [int(d) for d in shape],
+        codec,
+        zstd_level,
+    )
+    return Store(native)

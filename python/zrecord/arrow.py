@@ -1,0 +1,298 @@
+"""Arrow tables into dataset shards: the per-task writer and the driver's
+commit that every engine sink (Ray Data, Daft) is built on.
+
+A column maps to a stream by its Arrow type:
+
+=====================================  =====================================
+Arrow type                             stream
+=====================================  =====================================
+bool, integers, floats (half too)      dense, one value per record
+fixed_size_list of those (nested),     dense, records of the list's shape
+fixed_shape_tensor
+list / large_list of a numeric type    ragged, 1-D records (2-D for a list
+                                       of fixed-size lists)
+string, binary (large too)             ragged ``u8``: the bytes (encoded
+                                       images stay encoded)
+=====================================  =====================================
+
+Anything else, and any null, is a ``TypeError``/``ValueError`` naming the
+column.
+
+A job writes each task's rows with a ``ShardWriter`` into a hidden
+``.pending-…`` folder that becomes a shard folder only when the task
+finishes; ``commit`` then removes what failed attempts left and writes
+``dataset.zr`` (``zrecord.join``). A failed job never writes
+``dataset.zr``, so nothing half-written ever opens as a dataset.
+"""
+
+import os
+import shutil
+import time
+import uuid
+
+import numpy as np
+
+from . import _zrecord
+from ._dtypes import from_numpy
+from ._store import Ragged, Store
+
+PENDING = ".pending-"
+PART = "part-"
+
+
+def _pa():
+    try:
+        import pyarrow as pa
+    except ImportError as e:  # pragma: no cover - pyarrow is the arrow extra
+        raise ImportError("zrecord.arrow needs pyarrow: pip install pyarrow") from e
+    return pa
+
+
+def stream_of(column, arrow_type):
+    """The stream column `column` of `arrow_type` maps to, as
+    `(kind, dtype name, shape)`: `shape` is a dense record's shape, `None`
+    for a ragged stream."""
+    pa = _pa()
+    t = arrow_type
+    if isinstance(t, pa.ExtensionType) and hasattr(t, "shape"):
+        shape = tuple(int(d) for d in t.shape)
+        return ("dense", _numeric(column, t.value_type), shape)
+    if _is_scalar(t):
+        return ("dense", _numeric(column, t), ())
+    if pa.types.is_fixed_size_list(t):
+        shape = []
+        while pa.types.is_fixed_size_list(t):
+            shape.append(t.list_size)
+            t = t.value_type
+        return ("dense", _numeric(column, t), tuple(shape))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        inner = t.value_type
+        if pa.types.is_fixed_size_list(inner) and _is_scalar(inner.value_type):
+            return ("ragged", _numeric(column, inner.value_type), None)
+        return ("ragged", _numeric(column, inner), None)
+    if any(
+        f(t)
+        for f in (
+            pa.types.is_string,
+            pa.types.is_large_string,
+            pa.types.is_binary,
+            pa.types.is_large_binary,
+        )
+    ):
+        return ("ragged", "u8", None)
+    raise TypeError(
+        f"column {column!r}: Arrow type {t} has no zrecord stream (numbers, fixed-size "
+        "lists and tensors of numbers are dense; lists of numbers, strings and binary are ragged)"
+    )
+
+
+def _is_scalar(t):
+    pa = _pa()
+    return pa.types.is_boolean(t) or pa.types.is_integer(t) or pa.types.is_floating(t)
+
+
+def _numeric(column, t):
+    pa = _pa()
+    if not _is_scalar(t):
+        raise TypeError(f"column {column!r}: elements of Arrow type {t} have no zrecord dtype")
+    if pa.types.is_boolean(t):
+        return "bool"
+    return from_numpy(t.to_pandas_dtype())
+
+
+def _no_nulls(column, array):
+    if array.null_count:
+        raise ValueError(f"column {column!r}: {array.null_count} null values cannot be stored")
+
+
+def records_of(column, array, stream):
+    """The records of Arrow `array` (column `column`) for `stream`, as
+    `Store.append` takes them."""
+    pa = _pa()
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    _no_nulls(column, array)
+    kind, dtype, shape = stream
+    if kind == "dense":
+        if isinstance(array.type, pa.ExtensionType):
+            array = array.storage
+        values = array
+        while pa.types.is_fixed_size_list(values.type):
+            _no_nulls(column, values)
+            values = values.flatten()
+        _no_nulls(column, values)
+        flat = values.to_numpy(zero_copy_only=False)
+        return flat.reshape((len(array), *shape))
+    t = array.type
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        offsets = array.offsets.to_numpy()
+        lengths = np.diff(offsets).astype("<u8")
+        values = array.flatten()
+        _no_nulls(column, values)
+        if pa.types.is_fixed_size_list(values.type):
+            width = values.type.list_size
+            values = values.flatten()
+            dims = np.stack([lengths, np.full_like(lengths, width)], axis=1).reshape(-1)
+            ranks = np.full(len(array), 2, dtype="<u8")
+        else:
+            dims = lengths
+            ranks = np.ones(len(array), dtype="<u8")
+        flat = values.to_numpy(zero_copy_only=False)
+        return Ragged(flat, None, dims, ranks)
+    # string / binary: the offsets and data buffers, as they are
+    wide = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+    _, offsets_buffer, data_buffer = array.buffers()
+    offsets = np.frombuffer(offsets_buffer, dtype="<i8" if wide else "<i4")
+    offsets = offsets[array.offset : array.offset + len(array) + 1]
+    data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else None
+    flat = (
+        data[offsets[0] : offsets[-1]] if data is not None and len(offsets) else np.zeros(0, np.uint8)
+    )
+    return Ragged(flat, None, np.diff(offsets).astype("<u8"), np.ones(len(array), dtype="<u8"))
+
+
+def _streams(schema, columns):
+    """`{column: stream name}` for `columns` (None: every column, a list of
+    names, or a dict column → stream)."""
+    if columns is None:
+        return {name: name for name in schema.names}
+    if isinstance(columns, dict):
+        mapping = dict(columns)
+    else:
+        mapping = {name: name for name in columns}
+    missing = [c for c in mapping if c not in schema.names]
+    if missing:
+        raise KeyError(f"columns {missing} are not in the data, which has {schema.names}")
+    return mapping
+
+
+class ShardWriter:
+    """Writes Arrow tables or record batches into one new shard of the
+    dataset folder `path`: one store per mapped column, created from the
+    first batch's types. `close()` makes the shard folder appear whole;
+    `abort()` removes it."""
+
+    def __init__(self, path, name=None, columns=None, codec="zstd"):
+        self.path = os.fspath(path)
+        # Unnamed shards sort by when their writer started: a job that
+        # writes its parts one after another keeps its rows' order.
+        self.name = name or f"{PART}{time.time_ns():020d}-{uuid.uuid4().hex[:12]}"
+        self._pending = os.path.join(self.path, PENDING + self.name)
+        self._columns = columns
+        self._codec = codec
+        self._stores = None
+        self.rows = 0
+        os.makedirs(self._pending)
+
+    def write(self, data):
+        """Appends the rows of a pyarrow `Table` or `RecordBatch`."""
+        if self._stores is None:
+            self._open(data.schema)
+        for column, (stream, store) in self._stores.items():
+            store.append(records_of(column, data.column(column), stream))
+        self.rows += data.num_rows
+
+    def _open(self, schema):
+        mapping = _streams(schema, self._columns)
+        stores = {}
+        for column, name in mapping.items():
+            stream = stream_of(column, schema.field(column).type)
+            kind, dtype, shape = stream
+            native = _zrecord.Store.create(
+                os.path.join(self._pending, name),
+                dtype,
+                None if kind == "ragged" else list(shape),
+                self._codec,
+                None,
+            )
+            stores[column] = (stream, Store(native))
+        self._stores = stores
+
+    def close(self):
+        """Syncs the stores and moves the shard into place: returns
+        `(folder, rows)`, or `None` (and leaves nothing) when no row came."""
+        if not self.rows:
+            self.abort()
+            return None
+        for _, store in self._stores.values():
+            store.sync()
+            store.close()
+        final = os.path.join(self.path, self.name)
+        os.rename(self._pending, final)
+        _sync_dir(self.path)
+        return (self.name, self.rows)
+
+    def abort(self):
+        """Removes everything this writer wrote."""
+        for _, store in (self._stores or {}).values():
+            store.close()
+        shutil.rmtree(self._pending, ignore_errors=True)
+
+
+def _sync_dir(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def prepare(path):
+    """Driver side, before any task: makes the dataset folder `path`, which
+    must not exist, be empty or hold only what a failed job left (shard and
+    pending folders without `dataset.zr`, removed here)."""
+    path = os.fspath(path)
+    os.makedirs(path, exist_ok=True)
+    others = [e for e in os.listdir(path) if not e.startswith((PENDING, PART))]
+    if others:
+        raise FileExistsError(
+            f"{path}: the folder holds {sorted(others)[:3]}; a sink writes a new dataset"
+        )
+    abort(path)
+
+
+def commit(path, parts):
+    """Driver side, after every task succeeded: keeps exactly the shard
+    folders `parts` (the names the tasks reported), removes what failed
+    attempts left, and writes `dataset.zr`. Returns `[(folder, records)]`."""
+    path = os.fspath(path)
+    keep = {p for p in parts if p}
+    if not keep:
+        raise ValueError(f"{path}: the job wrote no rows, so there is no dataset to commit")
+    for entry in os.listdir(path):
+        stale = entry.startswith(PENDING) or (entry.startswith(PART) and entry not in keep)
+        if stale:
+            shutil.rmtree(os.path.join(path, entry), ignore_errors=True)
+    return _zrecord.join(path)
+
+
+def abort(path):
+    """Driver side, after a failed job: removes every shard and pending
+    folder; `dataset.zr` was never written."""
+    path = os.fspath(path)
+    if not os.path.isdir(path):
+        return
+    for entry in os.listdir(path):
+        if entry.startswith(PENDING) or entry.startswith(PART):
+            shutil.rmtree(os.path.join(path, entry), ignore_errors=True)
+
+
+def write_table(table, path, columns=None, codec="zstd", rows_per_shard=None):
+    """Writes a pyarrow `Table` as a new dataset at `path` in one process:
+    shards of `rows_per_shard` rows (one shard by default)."""
+    prepare(path)
+    parts = []
+    try:
+        step = rows_per_shard or max(table.num_rows, 1)
+        for k, start in enumerate(range(0, table.num_rows, step)):
+            writer = ShardWriter(path, f"{PART}{k:05d}", columns, codec)
+            try:
+                writer.write(table.slice(start, step))
+            except BaseException:
+                writer.abort()
+                raise
+            parts.append(writer.close()[0])
+        return commit(path, parts)
+    except BaseException:
+        abort(path)
+        raise
