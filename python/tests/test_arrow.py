@@ -1,0 +1,107 @@
+"""Arrow columns into streams: every mappable type of the Parquet fixture
+round trips, and what cannot map is an error naming the column."""
+
+import os
+
+import numpy as np
+import pytest
+
+import zrecord
+from conftest import PARQUET, module
+from zrecord.arrow import ShardWriter, abort, commit, prepare, write_table
+
+
+@pytest.fixture
+def types():
+    module("pyarrow")
+    import pyarrow.parquet as pq
+
+    return pq.read_table(PARQUET / "types.parquet")
+
+
+def test_every_mappable_type_round_trips(tmp_path, types):
+    columns = ["b", "i8", "u16", "i64", "f32", "f64", "vec3", "tokens", "s", "bin"]
+    shards = write_table(types, tmp_path / "d", columns=columns, rows_per_shard=4)
+    assert [r for _, r in shards] == [4, 4, 2]
+    d = zrecord.open(tmp_path / "d")
+    kinds = {name: (kind, dtype.name, shape) for name, (kind, dtype, shape) in d.streams.items()}
+    assert kinds == {
+        "b": ("dense", "bool", ()),
+        "i8": ("dense", "int8", ()),
+        "u16": ("dense", "uint16", ()),
+        "i64": ("dense", "int64", ()),
+        "f32": ("dense", "float32", ()),
+        "f64": ("dense", "float64", ()),
+        "vec3": ("dense", "float32", (3,)),
+        "tokens": ("ragged", "int32", None),
+        "s": ("ragged", "uint8", None),
+        "bin": ("ragged", "uint8", None),
+    }
+    everything = np.arange(len(types))
+    for name in ["b", "i8", "u16", "i64", "f32", "f64", "vec3"]:
+        expected = np.array(types.column(name).to_pylist())
+        np.testing.assert_array_equal(d.gather(name, everything), expected, err_msg=name)
+    tokens = d.gather("tokens", everything)
+    assert [t.tolist() for t in tokens] == types.column("tokens").to_pylist()
+    strings = d.gather("s", everything)
+    assert [bytes(t).decode() for t in strings] == types.column("s").to_pylist()
+    blobs = d.gather("bin", everything)
+    assert [bytes(t) for t in blobs] == types.column("bin").to_pylist()
+
+
+def test_a_sliced_batch_maps_its_own_rows(tmp_path, types):
+    """Arrow slices share buffers with an offset: strings and lists must
+    start at the slice's first row, not the buffer's."""
+    write_table(types.slice(3, 5), tmp_path / "d", columns=["tokens", "s", "vec3"])
+    d = zrecord.open(tmp_path / "d")
+    rows = np.arange(5)
+    assert [t.tolist() for t in d.gather("tokens", rows)] == types.column("tokens").to_pylist()[3:8]
+    assert [bytes(t).decode() for t in d.gather("s", rows)] == types.column("s").to_pylist()[3:8]
+
+
+def test_unmappable_columns_and_nulls_name_the_column(tmp_path, types):
+    with pytest.raises(TypeError, match="column 'nested'"):
+        write_table(types, tmp_path / "a", columns=["nested"])
+    with pytest.raises(ValueError, match="column 'maybe': 2 null values cannot be stored"):
+        write_table(types, tmp_path / "b", columns=["maybe"])
+    with pytest.raises(KeyError, match="'nope'"):
+        write_table(types, tmp_path / "c", columns=["nope"])
+    # nothing half-written opens: no manifest, no shard folders left
+    for folder in ("a", "b", "c"):
+        assert not (tmp_path / folder / "dataset.zr").exists()
+        assert [e for e in os.listdir(tmp_path / folder)] == []
+
+
+def test_renamed_columns_and_a_failed_task_leave_no_dataset(tmp_path, types):
+    path = tmp_path / "d"
+    prepare(path)
+    ok = ShardWriter(path, "part-00000", columns={"i64": "label"})
+    ok.write(types.slice(0, 5))
+    done = ok.close()
+    failing = ShardWriter(path, "part-00001", columns={"i64": "label"})
+    failing.write(types.slice(5, 3))
+    # the task dies here: its pending folder stays, no dataset.zr exists
+    assert not (path / "dataset.zr").exists()
+    with pytest.raises(zrecord.ZrecordError):
+        zrecord.open(path)
+    # a retry of the task writes another shard; commit keeps what was reported
+    retry = ShardWriter(path, "part-00001-retry", columns={"i64": "label"})
+    retry.write(types.slice(5, 5))
+    shards = commit(path, [done[0], retry.close()[0]])
+    assert shards == [("part-00000", 5), ("part-00001-retry", 5)]
+    assert sorted(os.listdir(path)) == ["dataset.zr", "part-00000", "part-00001-retry"]
+    labels = zrecord.open(path).gather("label", np.arange(10))
+    assert labels.tolist() == types.column("i64").to_pylist()
+    del failing
+
+
+def test_a_sink_refuses_a_folder_that_holds_a_dataset(tmp_path, types):
+    write_table(types, tmp_path / "d", columns=["i8"])
+    with pytest.raises(FileExistsError, match="a sink writes a new dataset"):
+        prepare(tmp_path / "d")
+    # what a failed job left is cleared by the next job
+    prepare(tmp_path / "e")
+    ShardWriter(tmp_path / "e", "part-00000", columns=["i8"]).write(types.slice(0, 1))
+    prepare(tmp_path / "e")
+    assert os.listdir(tmp_path / "e") == []
+    abort(tmp_path / "missing")  # nothing to do, no error
