@@ -142,6 +142,18 @@ impl Batch {
             .ok_or_else(|| Error::Taken { name: name.into() })
     }
 
+    /// Stream `name`, mutably: its buffer stays the batch's, recycled when
+    /// the batch is dropped.
+    ///
+    /// # Errors
+    /// As [`column`](Self::column).
+    pub fn column_mut(&mut self, name: &str) -> Result<&mut Column> {
+        let at = self.position(name)?;
+        self.columns[at]
+            .as_mut()
+            .ok_or_else(|| Error::Taken { name: name.into() })
+    }
+
     /// Dense stream `name`.
     ///
     /// # Errors

@@ -64,6 +64,16 @@ impl Column {
             Column::Ragged(c) => c.dtype(),
         }
     }
+
+    /// A pointer to the values' bytes, to lend the batch's buffer to
+    /// another language without a copy while the [`Batch`](crate::Batch)
+    /// lives (see [`DynVec::as_mut_ptr`]).
+    pub fn values_mut_ptr(&mut self) -> *mut u8 {
+        match self {
+            Column::Dense(c) => c.values.as_mut_ptr(),
+            Column::Ragged(c) => c.values_mut_ptr(),
+        }
+    }
 }
 
 /// A dense stream of a batch: values in row-major order and their shape

@@ -1,9 +1,12 @@
-//! Moving records between Rust and Python: index arrays in, gathered
-//! records out as `bytearray`s that numpy wraps without a copy.
+//! Moving records between Rust and Python: index arrays in; gathered
+//! records out as `Array`s, Rust buffers that numpy wraps without a copy.
+
+use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes};
-use zrecord::{DynRaggedBatch, RaggedLayout};
+use pyo3::types::{PyBytes, PyDict, PyTuple};
+use zrecord::{DType, DynRaggedBatch, DynVec, RaggedLayout};
+use zrecord_loader::Batch;
 
 use crate::error;
 
@@ -21,32 +24,156 @@ pub fn indices(bytes: &[u8]) -> PyResult<Vec<u64>> {
         .collect())
 }
 
-/// A new `bytearray` of `len` bytes filled by `read` with the GIL released:
-/// the records are decoded straight into the buffer numpy will wrap.
-pub fn fill<'py, F>(py: Python<'py>, len: usize, read: F) -> PyResult<Bound<'py, PyByteArray>>
-where
-    F: FnOnce(&mut [u8]) -> zrecord::Result<()> + Send,
-{
-    // The bytearray is new and not yet visible to Python code, so no other
-    // thread can resize it while the GIL is released.
-    PyByteArray::new_with(py, len, |bytes| {
-        py.detach(|| read(bytes)).map_err(error::store)
-    })
+/// What keeps the memory an [`Array`] lends alive. It is never read or
+/// written by Rust again: only dropped, when the last array is gone.
+#[allow(dead_code, reason = "held only to be dropped")]
+enum Owner {
+    /// Records gathered into a vector of their own.
+    Values(DynVec),
+    /// Ragged records gathered into a batch of their own.
+    Ragged(DynRaggedBatch),
+    /// A loader's batch: its buffers go back to the loader's pool.
+    Batch(Batch),
 }
 
-/// A ragged batch as `(values, offsets, dims, ranks)`: the values' bytes,
-/// `n + 1` element offsets, every record's dimensions end to end and each
-/// record's number of dimensions, the last three as `uint64` bytes.
+/// A Rust buffer lent to numpy: `numpy.asarray(array)` reads its
+/// `__array_interface__` and keeps the `Array` (and the buffer's owner)
+/// alive as the new array's base.
+#[pyclass(module = "zrecord._zrecord", frozen)]
+pub struct Array {
+    _owner: Arc<Owner>,
+    address: usize,
+    shape: Vec<usize>,
+    typestr: &'static str,
+}
+
+#[pymethods]
+impl Array {
+    /// numpy's array interface (version 3): shape, element type, and the
+    /// buffer's address, writeable.
+    #[getter]
+    fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let interface = PyDict::new(py);
+        interface.set_item("version", 3)?;
+        interface.set_item("shape", PyTuple::new(py, &self.shape)?)?;
+        interface.set_item("typestr", self.typestr)?;
+        interface.set_item("data", (self.address, false))?;
+        Ok(interface)
+    }
+}
+
+/// numpy's type string of `dtype`. bf16 (and any dtype added later) goes
+/// as raw elements of its size, which the Python side views as its numpy
+/// dtype (ml_dtypes' bfloat16 where it is installed).
+fn typestr(dtype: DType) -> &'static str {
+    match dtype {
+        DType::Bool => "|b1",
+        DType::U8 => "|u1",
+        DType::I8 => "|i1",
+        DType::U16 => "<u2",
+        DType::I16 => "<i2",
+        DType::U32 => "<u4",
+        DType::I32 => "<i4",
+        DType::U64 => "<u8",
+        DType::I64 => "<i8",
+        DType::F16 => "<f2",
+        DType::F32 => "<f4",
+        DType::F64 => "<f8",
+        other => match other.size() {
+            1 => "|V1",
+            2 => "|V2",
+            4 => "|V4",
+            _ => "|V8",
+        },
+    }
+}
+
+/// Dense records gathered into `values`, of `shape`.
+pub fn dense(mut values: DynVec, shape: Vec<usize>) -> Array {
+    // The pointer is taken from the vector while it is owned here; moving
+    // the vector into its owner does not move its heap buffer.
+    let address = values.as_mut_ptr() as usize;
+    let typestr = typestr(values.dtype());
+    Array {
+        _owner: Arc::new(Owner::Values(values)),
+        address,
+        shape,
+        typestr,
+    }
+}
+
+/// A ragged batch as `(values, offsets, dims, ranks)`: the values as an
+/// [`Array`], `n + 1` element offsets, every record's dimensions end to end
+/// and each record's number of dimensions, the last three as `uint64`
+/// bytes.
 pub type RaggedParts<'py> = (
-    Bound<'py, PyByteArray>,
+    Array,
     Bound<'py, PyBytes>,
     Bound<'py, PyBytes>,
     Bound<'py, PyBytes>,
 );
 
-/// The Python parts of a gathered ragged batch.
-pub fn ragged_parts<'py>(py: Python<'py>, batch: &DynRaggedBatch) -> RaggedParts<'py> {
-    let layout = batch.layout();
+/// The Python parts of a gathered ragged batch, lending its values.
+pub fn ragged(py: Python<'_>, mut batch: DynRaggedBatch) -> RaggedParts<'_> {
+    let (offsets, dims, ranks) = layout_bytes(py, batch.layout());
+    let values = Array {
+        address: batch.values_mut_ptr() as usize,
+        shape: vec![batch.layout().total()],
+        typestr: typestr(batch.dtype()),
+        _owner: Arc::new(Owner::Ragged(batch)),
+    };
+    (values, offsets, dims, ranks)
+}
+
+/// A loader's batch lent column by column: `(name, kind, dtype, parts)`
+/// per stream, a dense column's parts `(Array,)`, a ragged one's
+/// [`RaggedParts`]. The batch returns to the loader's pool when the last
+/// of its arrays is gone.
+pub fn batch(py: Python<'_>, mut batch: Batch) -> PyResult<Vec<(String, Py<PyAny>)>> {
+    // What each column lends, found while the batch is still ours alone.
+    let names: Vec<String> = batch.names().map(str::to_string).collect();
+    let mut lent = Vec::with_capacity(names.len());
+    for name in names {
+        let column = batch.column_mut(&name).map_err(error::loader)?;
+        let address = column.values_mut_ptr() as usize;
+        let dtype = column.dtype();
+        let shape = match &*column {
+            zrecord_loader::Column::Dense(dense) => Ok(dense.shape().to_vec()),
+            zrecord_loader::Column::Ragged(ragged) => Err(ragged.layout().clone()),
+        };
+        lent.push((name, address, dtype, shape));
+    }
+    let owner = Arc::new(Owner::Batch(batch));
+    let mut columns = Vec::with_capacity(lent.len());
+    for (name, address, dtype, shape) in lent {
+        let array = |shape: Vec<usize>| Array {
+            _owner: Arc::clone(&owner),
+            address,
+            shape,
+            typestr: typestr(dtype),
+        };
+        let parts = match shape {
+            Ok(shape) => ("dense", dtype.name(), (array(shape),)).into_pyobject(py)?,
+            Err(layout) => {
+                let (offsets, dims, ranks) = layout_bytes(py, &layout);
+                let values = array(vec![layout.total()]);
+                ("ragged", dtype.name(), (values, offsets, dims, ranks)).into_pyobject(py)?
+            }
+        };
+        columns.push((name, parts.into_any().unbind()));
+    }
+    Ok(columns)
+}
+
+/// A layout's offsets, dims and ranks as `uint64` bytes.
+fn layout_bytes<'py>(
+    py: Python<'py>,
+    layout: &RaggedLayout,
+) -> (
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+) {
     let mut dims = Vec::new();
     let mut ranks = Vec::with_capacity(layout.len());
     for k in 0..layout.len() {
@@ -56,7 +183,6 @@ pub fn ragged_parts<'py>(py: Python<'py>, batch: &DynRaggedBatch) -> RaggedParts
     }
     let offsets: Vec<u64> = layout.offsets().iter().map(|&o| o as u64).collect();
     (
-        PyByteArray::new(py, batch.values().as_bytes()),
         PyBytes::new(py, &u64_bytes(&offsets)),
         PyBytes::new(py, &u64_bytes(&dims)),
         PyBytes::new(py, &u64_bytes(&ranks)),
@@ -64,7 +190,7 @@ pub fn ragged_parts<'py>(py: Python<'py>, batch: &DynRaggedBatch) -> RaggedParts
 }
 
 /// A layout from every record's dimensions end to end and each record's
-/// number of dimensions (`uint64` bytes, as [`ragged_parts`] gives them).
+/// number of dimensions (`uint64` bytes, as [`ragged`] gives them).
 pub fn layout(dims: &[u8], ranks: &[u8]) -> PyResult<RaggedLayout> {
     let dims = indices(dims)?;
     let ranks = indices(ranks)?;

@@ -3,10 +3,9 @@
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
-use pyo3::types::PyByteArray;
-use zrecord::{Dataset as RustDataset, Stream};
+use zrecord::{Dataset as RustDataset, DynVec, Stream};
 
-use crate::buffers::{self, RaggedParts};
+use crate::buffers::{self, Array, RaggedParts};
 use crate::error;
 use crate::store::kind_name;
 
@@ -59,22 +58,37 @@ impl Dataset {
     }
 
     /// Dense records `indices` of stream `name`: as `Store.gather_dense`.
-    fn gather_dense<'py>(
-        &self,
-        py: Python<'py>,
-        name: &str,
-        indices: &[u8],
-    ) -> PyResult<Bound<'py, PyByteArray>> {
+    fn gather_dense(&self, py: Python<'_>, name: &str, indices: &[u8]) -> PyResult<Array> {
         let dense = self
             .stream(name)?
             .as_dense()
             .ok_or_else(|| error::value(format!("stream {name:?} is ragged: use gather_ragged")))?;
         let indices = buffers::indices(indices)?;
-        let len = indices
-            .len()
-            .checked_mul(dense.record_bytes())
-            .ok_or_else(|| error::value("the batch is larger than memory can address"))?;
-        buffers::fill(py, len, |out| dense.gather_bytes(&indices, out))
+        let mut values = DynVec::new(dense.dtype());
+        py.detach(|| dense.gather_into(&indices, &mut values))
+            .map_err(error::store)?;
+        let shape = std::iter::once(indices.len())
+            .chain(dense.item_shape().iter().copied())
+            .collect();
+        Ok(buffers::dense(values, shape))
+    }
+
+    /// Dense records `indices` of stream `name` into the caller's array: as
+    /// `Store.gather_dense_into`.
+    fn gather_dense_into(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        indices: &[u8],
+        address: usize,
+        len: usize,
+    ) -> PyResult<()> {
+        let dense = self
+            .stream(name)?
+            .as_dense()
+            .ok_or_else(|| error::value(format!("stream {name:?} is ragged: use gather_ragged")))?;
+        let indices = buffers::indices(indices)?;
+        crate::raw::fill_at(py, address, len, |out| dense.gather_bytes(&indices, out))
     }
 
     /// Ragged records `indices` of stream `name`: as `Store.gather_ragged`.
@@ -92,7 +106,7 @@ impl Dataset {
         let batch = py
             .detach(|| ragged.gather_dyn(&indices))
             .map_err(error::store)?;
-        Ok(buffers::ragged_parts(py, &batch))
+        Ok(buffers::ragged(py, batch))
     }
 }
 

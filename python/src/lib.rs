@@ -6,6 +6,7 @@ mod buffers;
 mod dataset;
 mod error;
 mod loader;
+mod raw;
 mod store;
 
 use pyo3::prelude::*;
@@ -15,6 +16,7 @@ fn _zrecord(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::Store>()?;
     m.add_class::<dataset::Dataset>()?;
     m.add_class::<loader::Loader>()?;
+    m.add_class::<buffers::Array>()?;
     m.add_function(wrap_pyfunction!(dataset::join, m)?)?;
     m.add("ZrecordError", m.py().get_type::<error::ZrecordError>())?;
     m.add("FORMAT_VERSION", zrecord::FORMAT_VERSION)?;

@@ -5,14 +5,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyTuple};
 use zrecord::Stream;
-use zrecord_loader::{Batch, Column, LastBatch, Loader as RustLoader, LoaderState, Mode};
+use zrecord_loader::{Batch, LastBatch, Loader as RustLoader, LoaderState, Mode};
 
 use crate::buffers;
 use crate::dataset::Dataset;
 use crate::error;
-use crate::store::kind_name;
 
 /// An endless prefetching loader over a dataset or named stores.
 #[pyclass(module = "zrecord._zrecord")]
@@ -129,33 +128,21 @@ impl Loader {
     }
 
     /// The next batch as `(step, indices, columns)`: `indices` as `uint64`
-    /// bytes, `columns` a list of `(name, kind, dtype, parts)` where a dense
-    /// column's parts are `(bytes, shape)` and a ragged one's are
-    /// `(values, offsets, dims, ranks)`.
+    /// bytes, `columns` a list of `(name, (kind, dtype, parts))` where a
+    /// dense column's parts are `(values,)` and a ragged one's
+    /// `(values, offsets, dims, ranks)`. The values are the batch's own
+    /// buffers, lent without a copy; they return to the loader's pool when
+    /// the last array over them is gone.
     fn next_batch<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let loader = &mut self.loader;
-        let mut batch = py.detach(|| loader.next_batch()).map_err(error::loader)?;
+        let batch = py.detach(|| loader.next_batch()).map_err(error::loader)?;
         let step = batch.step();
         let indices: Vec<u8> = batch
             .indices()
             .iter()
             .flat_map(|i| i.to_le_bytes())
             .collect();
-        let names: Vec<String> = batch.names().map(str::to_string).collect();
-        let columns = PyList::empty(py);
-        for name in names {
-            let column = batch.take(&name).map_err(error::loader)?;
-            let kind = kind_name(column.kind());
-            let dtype = column.dtype().name();
-            let parts = match column {
-                Column::Dense(dense) => {
-                    let (values, shape) = dense.into_parts();
-                    (PyByteArray::new(py, values.as_bytes()), shape).into_pyobject(py)?
-                }
-                Column::Ragged(ragged) => buffers::ragged_parts(py, &ragged).into_pyobject(py)?,
-            };
-            columns.append((name, kind, dtype, parts))?;
-        }
+        let columns = buffers::batch(py, batch)?;
         (step, PyBytes::new(py, &indices), columns).into_pyobject(py)
     }
 

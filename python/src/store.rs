@@ -3,10 +3,10 @@
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyDict};
-use zrecord::{AnyStore, Codec, DType, OpenOptions, Schema, StoreKind};
+use pyo3::types::PyDict;
+use zrecord::{AnyStore, Codec, DType, DynVec, OpenOptions, Schema, StoreKind};
 
-use crate::buffers::{self, RaggedParts};
+use crate::buffers::{self, Array, RaggedParts};
 use crate::error;
 
 /// A store: dense (fixed-shape records) or ragged (variable-shape), of one
@@ -117,20 +117,33 @@ impl Store {
         Ok(info)
     }
 
-    /// Dense records `indices` (`uint64` bytes) as one buffer, decoded with
-    /// the GIL released.
-    fn gather_dense<'py>(
-        &self,
-        py: Python<'py>,
-        indices: &[u8],
-    ) -> PyResult<Bound<'py, PyByteArray>> {
+    /// Dense records `indices` (`uint64` bytes) as one new array, decoded
+    /// with the GIL released.
+    fn gather_dense(&self, py: Python<'_>, indices: &[u8]) -> PyResult<Array> {
         let dense = self.get()?.as_dense().map_err(error::store)?;
         let indices = buffers::indices(indices)?;
-        let len = indices
-            .len()
-            .checked_mul(dense.record_bytes())
-            .ok_or_else(|| error::value("the batch is larger than memory can address"))?;
-        buffers::fill(py, len, |out| dense.gather_bytes(&indices, out))
+        let mut values = DynVec::new(dense.dtype());
+        py.detach(|| dense.gather_into(&indices, &mut values))
+            .map_err(error::store)?;
+        let shape = std::iter::once(indices.len())
+            .chain(dense.item_shape().iter().copied())
+            .collect();
+        Ok(buffers::dense(values, shape))
+    }
+
+    /// Dense records `indices` into the caller's array at `address`
+    /// (`len` bytes): private to the `zrecord` package, which checks the
+    /// array first (see `raw::fill_at`).
+    fn gather_dense_into(
+        &self,
+        py: Python<'_>,
+        indices: &[u8],
+        address: usize,
+        len: usize,
+    ) -> PyResult<()> {
+        let dense = self.get()?.as_dense().map_err(error::store)?;
+        let indices = buffers::indices(indices)?;
+        crate::raw::fill_at(py, address, len, |out| dense.gather_bytes(&indices, out))
     }
 
     /// Ragged records `indices` (`uint64` bytes), gathered with the GIL
@@ -141,7 +154,7 @@ impl Store {
         let batch = py
             .detach(|| ragged.gather_dyn(&indices))
             .map_err(error::store)?;
-        Ok(buffers::ragged_parts(py, &batch))
+        Ok(buffers::ragged(py, batch))
     }
 
     /// Appends dense records given as bytes of `dtype`; returns the first

@@ -160,3 +160,24 @@ def test_bad_configurations_are_clear_errors(tmp_path):
         zrecord.Loader(streams, 4, rank=5, world_size=2)
     with pytest.raises(zrecord.ZrecordError):
         zrecord.Loader({"s": tmp_path / "missing"}, 4)
+
+
+def test_a_kept_batch_is_never_overwritten_by_later_ones(tmp_path):
+    """Batches lend the loader's own buffers to numpy: a batch still held
+    keeps its buffers; dropped ones go back to the loader's pool."""
+    data = np.arange(64 * 16, dtype=np.float32).reshape(64, 16)
+    with zrecord.create(tmp_path / "x", np.float32, shape=(16,)) as x:
+        x.append(data)
+    with zrecord.create(tmp_path / "t", np.int64, ragged=True) as t:
+        t.append([np.full(1 + i % 3, i) for i in range(64)])
+    loader = zrecord.Loader({"x": tmp_path / "x", "t": tmp_path / "t"}, 8, seed=1,
+                            rank=0, world_size=1, workers=2, prefetch=2)  # fmt: skip
+    kept = next(loader)
+    x_view, tokens, indices = kept["x"], kept["t"], kept.indices.copy()
+    del kept
+    for _ in range(20):
+        b = next(loader)
+        np.testing.assert_array_equal(b["x"], data[b.indices])
+        b["x"] *= 0  # writeable, and changes only this batch
+    np.testing.assert_array_equal(x_view, data[indices])
+    assert [t.tolist() for t in tokens] == [[i] * (1 + i % 3) for i in indices.tolist()]

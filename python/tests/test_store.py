@@ -135,3 +135,28 @@ def test_a_gather_releases_the_gil(tmp_path):
         # between entering and leaving the call.
         assert end - start > 0.02, "the gather is too short to tell"
         assert inside > 1000, f"{inside} turns of the other thread in {end - start:.3f} s"
+
+
+def test_gather_into_a_reused_array(tmp_path):
+    records = np.arange(10 * 6, dtype=np.float32).reshape(10, 2, 3)
+    with zrecord.create(tmp_path / "s", np.float32, shape=(2, 3)) as store:
+        store.append(records)
+        out = np.empty((3, 2, 3), np.float32)
+        assert store.gather([9, 0, 4], out=out) is out
+        np.testing.assert_array_equal(out, records[[9, 0, 4]])
+        store.gather([1, 1, 1], out=out)
+        np.testing.assert_array_equal(out, records[[1, 1, 1]])
+        with pytest.raises(ValueError, match=r"out is float32 \(3, 2, 3\); this gather needs float32 \(2, 2, 3\)"):
+            store.gather([0, 1], out=out)
+        with pytest.raises(ValueError, match="out is float64"):
+            store.gather([0, 1, 2], out=np.empty((3, 2, 3)))
+        with pytest.raises(ValueError, match="C-contiguous"):
+            store.gather([0, 1, 2], out=np.empty((3, 2, 6), np.float32)[:, :, ::2])
+        read_only = np.empty((3, 2, 3), np.float32)
+        read_only.flags.writeable = False
+        with pytest.raises(ValueError, match="writeable"):
+            store.gather([0, 1, 2], out=read_only)
+        with pytest.raises(TypeError, match="numpy array"):
+            store.gather([0, 1, 2], out=bytearray(72))
+        with pytest.raises(IndexError):  # a failed gather still raises, out untouched in size
+            store.gather([0, 1, 10], out=out)

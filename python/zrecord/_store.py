@@ -36,7 +36,7 @@ class Ragged:
     def _from_parts(cls, dtype, parts):
         values, offsets, dims, ranks = parts
         return cls(
-            np.frombuffer(values, dtype=to_numpy(dtype)),
+            _lent(values, dtype),
             np.frombuffer(offsets, dtype="<u8"),
             np.frombuffer(dims, dtype="<u8"),
             np.frombuffer(ranks, dtype="<u8"),
@@ -73,8 +73,28 @@ class Ragged:
         return f"Ragged({len(self)} records, {len(self.values)} {self.values.dtype} values)"
 
 
-def _dense_array(dtype, shape, count, buffer):
-    return np.frombuffer(buffer, dtype=to_numpy(dtype)).reshape((count, *shape))
+def _checked_out(out, dtype, shape):
+    """The address and size of `out`, once it is checked to be an array
+    the native gather may write: of `dtype` and `shape`, C-contiguous,
+    aligned and writeable. The caller keeps `out` alive for the call."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy array, not {type(out).__name__}")
+    if out.dtype != dtype or out.shape != shape:
+        raise ValueError(f"out is {out.dtype} {out.shape}; this gather needs {dtype} {shape}")
+    flags = out.flags
+    if not (flags.c_contiguous and flags.writeable and flags.aligned):
+        raise ValueError("out must be C-contiguous, aligned and writeable")
+    if out.dtype.byteorder == ">":
+        raise ValueError("out must be little-endian")
+    return out.__array_interface__["data"][0], out.nbytes
+
+
+def _lent(array, dtype):
+    """A numpy array over a buffer Rust lends (`_zrecord.Array`), of zrecord
+    dtype `dtype`; it keeps the buffer alive."""
+    values = np.asarray(array)
+    want = to_numpy(dtype)
+    return values if values.dtype == want else values.view(want)
 
 
 class Store:
@@ -85,6 +105,9 @@ class Store:
 
     def __init__(self, native):
         self._native = native
+        # What a store holds never changes: read once, not per gather.
+        self._kind, self._dtype = native.kind, native.dtype
+        self._shape = None if native.shape is None else tuple(native.shape)
 
     def __len__(self):
         return len(self._native)
@@ -124,16 +147,27 @@ class Store:
         """Records, sizes, codec and format, as a dict."""
         return self._native.info()
 
-    def gather(self, indices):
+    def gather(self, indices, out=None):
         """Records `indices` (any order, repeats allowed): one array of
         shape `(len(indices), *shape)` for a dense store, decoded straight
         into the array's buffer with the GIL released; a `Ragged` batch
-        for a ragged store."""
+        for a ragged store.
+
+        `out` (dense only): an array of that shape and the store's dtype,
+        C-contiguous and writeable, to gather into instead of a new one —
+        a loop that reuses one batch buffer allocates nothing."""
         raw = _indices(indices)
         n = self._native
-        if n.kind == "dense":
-            return _dense_array(n.dtype, n.shape, len(raw) // 8, n.gather_dense(raw))
-        return Ragged._from_parts(n.dtype, n.gather_ragged(raw))
+        if self._kind == "dense":
+            if out is None:
+                return _lent(n.gather_dense(raw), self._dtype)
+            shape = (len(raw) // 8, *self._shape)
+            address, nbytes = _checked_out(out, to_numpy(self._dtype), shape)
+            n.gather_dense_into(raw, address, nbytes)
+            return out
+        if out is not None:
+            raise TypeError("out= is for dense stores: a ragged batch's size is known only after it is read")
+        return Ragged._from_parts(self._dtype, n.gather_ragged(raw))
 
     def __getitem__(self, index):
         if isinstance(index, slice):
@@ -245,14 +279,21 @@ class Dataset:
         """`[(folder, records)]` in index order."""
         return self._native.shards()
 
-    def gather(self, stream, indices):
+    def gather(self, stream, indices, out=None):
         """Records `indices` of `stream`: as `Store.gather`."""
         if stream not in self._streams:
             raise KeyError(f"no stream {stream!r}: the dataset has {', '.join(self._streams)}")
         kind, dtype, shape = self._streams[stream]
         raw = _indices(indices)
         if kind == "dense":
-            return _dense_array(dtype, shape, len(raw) // 8, self._native.gather_dense(stream, raw))
+            count = len(raw) // 8
+            if out is None:
+                return _lent(self._native.gather_dense(stream, raw), dtype)
+            address, nbytes = _checked_out(out, to_numpy(dtype), (count, *shape))
+            self._native.gather_dense_into(stream, raw, address, nbytes)
+            return out
+        if out is not None:
+            raise TypeError("out= is for dense streams")
         return Ragged._from_parts(dtype, self._native.gather_ragged(stream, raw))
 
 

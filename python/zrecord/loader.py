@@ -5,7 +5,7 @@ import json
 import os
 
 from . import _zrecord
-from ._store import Dataset, Ragged, _dense_array, _indices
+from ._store import Dataset, Ragged, _indices, _lent
 
 
 class Batch(dict):
@@ -93,10 +93,9 @@ class Loader:
 
         step, indices, columns = self._native.next_batch()
         batch = {}
-        for name, kind, dtype, parts in columns:
+        for name, (kind, dtype, parts) in columns:
             if kind == "dense":
-                values, shape = parts
-                batch[name] = _dense_array(dtype, shape[1:], shape[0], values)
+                batch[name] = _lent(parts[0], dtype)
             else:
                 batch[name] = Ragged._from_parts(dtype, parts)
         return Batch(step, np.frombuffer(indices, dtype="<u8"), batch)

@@ -123,6 +123,14 @@ impl DynVec {
         T::dyn_mut(self).map(Vec::as_mut_slice)
     }
 
+    /// A pointer to the first element's bytes, for handing the buffer to
+    /// another language without a copy (numpy's `__array_interface__`,
+    /// DLPack). Writing through it is the caller's `unsafe`: in bounds,
+    /// and only `0` or `1` into a `Bool` vector.
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        with_vec!(self, v => v.as_mut_ptr().cast::<u8>())
+    }
+
     /// The typed vector, without a copy; `self` back if it holds another type.
     pub fn into_vec<T: Element>(self) -> std::result::Result<Vec<T>, DynVec> {
         T::dyn_into(self)

@@ -270,6 +270,12 @@ impl DynRaggedBatch {
         (self.values, self.layout)
     }
 
+    /// A pointer to the values' bytes: as [`DynVec::as_mut_ptr`], without
+    /// giving out the vector (its length must stay the layout's).
+    pub fn values_mut_ptr(&mut self) -> *mut u8 {
+        self.values.as_mut_ptr()
+    }
+
     /// Record `k` as a view of `T`, or `None` past the end or for another dtype.
     pub fn get<T: Element>(&self, k: usize) -> Option<ArrayViewD<'_, T>> {
         let values = self.values.as_slice::<T>()?.get(self.layout.range(k)?)?;

@@ -1,0 +1,430 @@
+"""zrecord from Python, side by side: against the same gathers from Rust
+(`zrecord bench`), against loaderx 2.8.19 (the Python tool zrecord
+succeeds) on the workloads (a), (b), (c) and the loader (e) of
+benches/DATA.md, and the Ray sink's write rate against
+`zrecord import parquet` on the same files.
+
+    pip install ./python loaderx==2.8.19 ray pandas pyarrow
+    cargo build --release -p zrecord-cli --features parquet
+    python python/bench/compare.py --zrecord target/release/zrecord
+
+Systems are timed in interleaved rounds (a rotating order); the tables give
+medians over rounds and the median of per-round ratios. Every system's
+first batches are checked against the source arrays before timing.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import workloads  # noqa: E402
+
+import zrecord  # noqa: E402
+
+MIB = 1 << 20
+BATCH = 256
+
+
+def loaderx():
+    try:
+        import loaderx
+        from loaderx import Allocator
+        from loaderx.zrecord import DenseStore, DenseWriter, RaggedBatch, RaggedStore, RaggedWriter
+    except ImportError:
+        return None
+    return dict(
+        version=loaderx.__version__, Allocator=Allocator, DenseStore=DenseStore,
+        DenseWriter=DenseWriter, RaggedBatch=RaggedBatch, RaggedStore=RaggedStore,
+        RaggedWriter=RaggedWriter,
+    )  # fmt: skip
+
+
+def timed(f):
+    start = time.perf_counter()
+    f()
+    return time.perf_counter() - start
+
+
+# --- writing ---------------------------------------------------------------
+
+
+def chunks(n, size):
+    return [(s, min(s + size, n)) for s in range(0, n, size)]
+
+
+def write_zrecord(path, data, codec):
+    if isinstance(data, tuple):  # ragged: (lengths, tokens)
+        lengths, tokens = data
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+
+        def run():
+            with zrecord.create(path, np.int32, ragged=True, codec=codec) as s:
+                for a, b in chunks(len(lengths), 4096):
+                    flat = tokens[offsets[a] : offsets[b]]
+                    s.append(zrecord.Ragged(flat, None, lengths[a:b].astype("<u8"),
+                                            np.ones(b - a, "<u8")))  # fmt: skip
+                s.sync()
+
+    else:
+
+        def run():
+            with zrecord.create(path, data.dtype, shape=data.shape[1:], codec=codec) as s:
+                for a, b in chunks(len(data), max(1, (16 * MIB) // data[0].nbytes)):
+                    s.append(data[a:b])
+                s.sync()
+
+    return timed(run)
+
+
+def write_loaderx(lx, path, data, codec):
+    if isinstance(data, tuple):
+        lengths, tokens = data
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+
+        def run():
+            with lx["RaggedWriter"](path, np.int32, 1, codec=codec) as w:
+                for a, b in chunks(len(lengths), 4096):
+                    recs = [tokens[offsets[i] : offsets[i + 1]] for i in range(a, b)]
+                    w.append(lx["RaggedBatch"].from_records(recs))
+
+    else:
+
+        def run():
+            with lx["DenseWriter"](path, data.dtype, data.shape[1:], codec=codec) as w:
+                for a, b in chunks(len(data), max(1, (16 * MIB) // data[0].nbytes)):
+                    w.append(np.ascontiguousarray(data[a:b]))
+
+    return timed(run)
+
+
+# --- gathering -------------------------------------------------------------
+
+
+def expected(data, idx):
+    if isinstance(data, tuple):
+        lengths, tokens = data
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        return [tokens[offsets[i] : offsets[i + 1]] for i in idx]
+    return data[idx]
+
+
+def same(got, want):
+    if isinstance(want, list):
+        return len(got) == len(want) and all(np.array_equal(g, w) for g, w in zip(got, want))
+    return np.array_equal(got, want)
+
+
+class ZrecordPython:
+    def __init__(self, path, reuse):
+        self.store = zrecord.open(path, read_only=True)
+        self.reuse = reuse and self.store.kind == "dense"
+        self.out = np.empty((BATCH, *self.store.shape), self.store.dtype) if self.reuse else None
+
+    def batch(self, idx):
+        if self.reuse:
+            return self.store.gather(idx, out=self.out)
+        return self.store.gather(idx)
+
+    def records(self, idx):
+        got = self.batch(idx)
+        return list(got) if isinstance(got, zrecord.Ragged) else got.copy()
+
+    def nbytes(self, got):
+        return got.values.nbytes if isinstance(got, zrecord.Ragged) else got.nbytes
+
+
+class Loaderx:
+    def __init__(self, lx, path, ragged):
+        self.store = (lx["RaggedStore"] if ragged else lx["DenseStore"])(path)
+        self.alloc = lx["Allocator"]("cpu")
+        self.view = self.store.bind(self.alloc)
+        self.ragged = ragged
+
+    def batch(self, idx):
+        got = self.view[idx]
+        if self.ragged:
+            return np.from_dlpack(got.values), got
+        return np.from_dlpack(got), got
+
+    def records(self, idx):
+        arr, got = self.batch(idx)
+        if self.ragged:
+            return [np.array(np.from_dlpack(t), copy=True) for t in got.to_tensors()]
+        return np.array(arr, copy=True)
+
+    def nbytes(self, got):
+        return got[0].nbytes
+
+
+def gather_rate(system, plan):
+    total = 0
+    start = time.perf_counter()
+    for idx in plan:
+        total += system.nbytes(system.batch(idx))
+    return total / (time.perf_counter() - start) / MIB
+
+
+def rust_rate(cli, path, batches):
+    out = subprocess.run(
+        [cli, "bench", path, "--batch", str(BATCH), "--batches", str(batches)],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    return float(re.search(r"([0-9.]+) MiB/s", out).group(1))
+
+
+# --- the tables ------------------------------------------------------------
+
+
+def median_ratio(rounds, a, b):
+    return statistics.median(r[a] / r[b] for r in rounds)
+
+
+def store_rows(name, data, plan, args, lx, dirs):
+    rows = []
+    ragged = isinstance(data, tuple)
+    logical = int(data[1].nbytes) if ragged else int(data.nbytes)
+    for codec in ("raw", "zstd"):
+        zpath = os.path.join(dirs, f"{name}-{codec}.zr")
+        lpath = os.path.join(dirs, f"{name}-{codec}.lx")
+        writes = {"zrecord": logical / write_zrecord(zpath, data, codec) / MIB}
+        if lx:
+            writes["loaderx"] = logical / write_loaderx(lx, lpath, data, codec) / MIB
+        systems = {
+            "zrecord, Python, into one array": ZrecordPython(zpath, reuse=True),
+            "zrecord, Python, new arrays": ZrecordPython(zpath, reuse=False),
+        }
+        if ragged:
+            del systems["zrecord, Python, into one array"]
+        if lx:
+            systems[f"loaderx {lx['version']}"] = Loaderx(lx, lpath, ragged)
+        for label, system in systems.items():
+            for idx in plan[:2]:
+                if not same(system.records(idx), expected(data, idx)):
+                    raise SystemExit(f"{name} {codec} {label}: a batch differs from the source")
+        for idx in plan:  # warm-up: the page cache and the maps
+            for system in systems.values():
+                system.batch(idx)
+        rounds = []
+        order = list(systems) + ["zrecord, Rust (`zrecord bench`)"]
+        for r in range(args.rounds):
+            measured = {}
+            for label in order[r % len(order) :] + order[: r % len(order)]:
+                if label in systems:
+                    measured[label] = gather_rate(systems[label], plan)
+                else:
+                    measured[label] = rust_rate(args.zrecord, zpath, len(plan))
+            rounds.append(measured)
+        rust = "zrecord, Rust (`zrecord bench`)"
+        best_python = next(iter(systems))
+        for label in order:
+            row = {
+                "workload": name, "codec": codec, "system": label,
+                "gather_mib_s": statistics.median(r[label] for r in rounds),
+                "x_rust": median_ratio(rounds, label, rust),
+            }  # fmt: skip
+            if lx and label != f"loaderx {lx['version']}":
+                row["x_loaderx"] = median_ratio(rounds, label, f"loaderx {lx['version']}")
+            if label == best_python:
+                row["write_mib_s"] = writes["zrecord"]
+                if lx:
+                    row["write_x_loaderx"] = writes["zrecord"] / writes["loaderx"]
+            if lx and label.startswith("loaderx"):
+                row["write_mib_s"] = writes["loaderx"]
+            rows.append(row)
+        for system in systems.values():
+            if isinstance(system, ZrecordPython):
+                system.store.close()
+            else:
+                system.store.close()
+                system.alloc.close()
+        shutil.rmtree(zpath, ignore_errors=True)
+        shutil.rmtree(lpath, ignore_errors=True)
+    return rows
+
+
+def loader_rows(data, args, lx, dirs):
+    """(e): data (a) raw and an i64 label per record, batch 256, iid."""
+    images, labels = os.path.join(dirs, "e-images.zr"), os.path.join(dirs, "e-labels.zr")
+    write_zrecord(images, data, "raw")
+    label = np.arange(len(data), dtype=np.int64)
+    write_zrecord(labels, label, "raw")
+    runs = {}
+
+    def zrecord_run():
+        loader = zrecord.Loader({"images": images, "labels": labels}, BATCH, mode="iid", seed=5)
+        for _ in range(args.warmup):
+            b = next(loader)
+        assert np.array_equal(b["images"], data[b.indices]) and np.array_equal(b["labels"], b.indices)
+        start = time.perf_counter()
+        for _ in range(args.loader_batches):
+            next(loader)
+        return args.loader_batches / (time.perf_counter() - start)
+
+    runs["zrecord, Python (2 workers)"] = zrecord_run
+    if lx:
+        from loaderx import Loader
+        from loaderx.sampler import Sampler
+
+        limages, llabels = os.path.join(dirs, "e-images.lx"), os.path.join(dirs, "e-labels.lx")
+        write_loaderx(lx, limages, data, "raw")
+        write_loaderx(lx, llabels, label, "raw")
+
+        def loaderx_run():
+            with lx["DenseStore"](limages) as si, lx["DenseStore"](llabels) as sl, \
+                    lx["Allocator"]("cpu") as alloc:  # fmt: skip
+                sampler = Sampler(len(data), BATCH, Sampler.Mode.IID, seed=5)
+                loader = Loader({"images": [si.bind(alloc)], "labels": [sl.bind(alloc)]},
+                                sampler, workers=2, prefetch=4)  # fmt: skip
+                with loader:
+                    for _ in range(args.warmup):
+                        shard = next(loader)[0]
+                    got = np.from_dlpack(shard["labels"])
+                    assert np.array_equal(np.from_dlpack(shard["images"]), data[got])
+                    start = time.perf_counter()
+                    for _ in range(args.loader_batches):
+                        next(loader)
+                    return args.loader_batches / (time.perf_counter() - start)
+
+        runs[f"loaderx {lx['version']} (2 workers)"] = loaderx_run
+    rounds = []
+    order = list(runs)
+    for r in range(args.rounds):
+        rounds.append({k: runs[k]() for k in order[r % len(order) :] + order[: r % len(order)]})
+    first = order[0]
+    return [
+        {
+            "system": k,
+            "batches_s": statistics.median(r[k] for r in rounds),
+            "x_loaderx": median_ratio(rounds, first, order[-1]) if lx and k == first else None,
+        }
+        for k in order
+    ]
+
+
+def ray_rows(data, args, dirs):
+    """The Ray sink with 2 workers against `zrecord import parquet`, on the
+    same 4 Parquet files of (b) with labels."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import ray
+
+    import zrecord.ray
+
+    files = []
+    n = len(data)
+    for k, (a, b) in enumerate(chunks(n, (n + 3) // 4)):
+        flat = pa.array(data[a:b].reshape(-1))
+        image = pa.FixedSizeListArray.from_arrays(pa.FixedSizeListArray.from_arrays(flat, 28), 28)
+        table = pa.table({"image": image, "label": pa.array(np.arange(a, b, dtype=np.int64))})
+        files.append(os.path.join(dirs, f"b-{k}.parquet"))
+        pq.write_table(table, files[-1], compression="zstd")
+    logical = data.nbytes + 8 * n
+    folder = os.path.join(dirs, "parquet")
+    os.makedirs(folder, exist_ok=True)
+    for f in files:
+        os.replace(f, os.path.join(folder, os.path.basename(f)))
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    rounds = []
+    for r in range(args.rounds):
+        measured = {}
+        for system in (["cli", "ray"] if r % 2 == 0 else ["ray", "cli"]):
+            out = os.path.join(dirs, f"out-{system}")
+            shutil.rmtree(out, ignore_errors=True)
+            if system == "cli":
+                secs = timed(lambda: subprocess.run(
+                    [args.zrecord, "import", "parquet", folder, out, "-q"], check=True))  # fmt: skip
+            else:
+                ds = ray.data.read_parquet(folder)
+                secs = timed(lambda: ds.write_datasink(zrecord.ray.Datasink(out)))
+                got = zrecord.open(out)
+                assert len(got) == n
+            measured[system] = logical / secs / MIB
+        rounds.append(measured)
+    ray.shutdown()
+    return {
+        "cli_mib_s": statistics.median(r["cli"] for r in rounds),
+        "ray_mib_s": statistics.median(r["ray"] for r in rounds),
+        "x_cli": median_ratio(rounds, "ray", "cli"),
+    }
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--zrecord", required=True, help="the zrecord command (a release build)")
+    p.add_argument("--only", default="a,b,c,e,ray")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--quick", action="store_true", help="small workloads: a smoke test")
+    p.add_argument("--dir", default=None, help="where the stores go (default: a temporary folder)")
+    p.add_argument("--json", default=None)
+    args = p.parse_args()
+    args.warmup, args.loader_batches = (2, 5) if args.quick else (5, 60)
+    only = set(args.only.split(","))
+    lx = loaderx()
+    if lx is None:
+        print("loaderx is not installed: its rows are left out (pip install loaderx==2.8.19)")
+    dirs = tempfile.mkdtemp(prefix="zrecord-pybench-", dir=args.dir)
+    results = {"loaderx": lx and lx["version"], "rows": [], "loader": [], "ray": None}
+    try:
+        a = b = None
+        if "a" in only or "e" in only:
+            a = workloads.dense_large(40 if args.quick else 2500)
+            if not args.quick:
+                workloads.check("a", a)
+        if "b" in only or "ray" in only:
+            b = workloads.dense_small(2000 if args.quick else 200_000)
+            if not args.quick:
+                workloads.check("b", b)
+        if "a" in only:
+            results["rows"] += store_rows("(a)", a, workloads.plan(5, 4 if args.quick else 40, BATCH, len(a)), args, lx, dirs)
+        if "b" in only:
+            results["rows"] += store_rows("(b)", b, workloads.plan(6, 4 if args.quick else 400, BATCH, len(b)), args, lx, dirs)
+        if "c" in only:
+            c = workloads.ragged_tokens(2000 if args.quick else 100_000)
+            if not args.quick:
+                workloads.check("c_lengths", c[0].astype("<u4"))
+                workloads.check("c_tokens", c[1])
+            results["rows"] += store_rows("(c)", c, workloads.plan(7, 4 if args.quick else 200, BATCH, len(c[0])), args, lx, dirs)
+        if "e" in only:
+            results["loader"] = loader_rows(a, args, lx, dirs)
+        if "ray" in only:
+            results["ray"] = ray_rows(b, args, dirs)
+    finally:
+        shutil.rmtree(dirs, ignore_errors=True)
+    report(results)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+def report(results):
+    fmt = lambda v, suffix="×": "—" if v is None else f"{v:.2f}{suffix}"  # noqa: E731
+    print("| workload | codec | system | write MiB/s | write × loaderx | gather MiB/s | × Rust | × loaderx |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
+    for r in results["rows"]:
+        write = r.get("write_mib_s")
+        print(f"| {r['workload']} | {r['codec']} | {r['system']} | {'—' if write is None else f'{write:.0f}'} "
+              f"| {fmt(r.get('write_x_loaderx'))} | {r['gather_mib_s']:.0f} | {fmt(r['x_rust'])} "
+              f"| {fmt(r.get('x_loaderx'))} |")  # fmt: skip
+    if results["loader"]:
+        print("\n| loader (e), batch 256 | batches/s | × loaderx |\n|---|---:|---:|")
+        for r in results["loader"]:
+            print(f"| {r['system']} | {r['batches_s']:.1f} | {fmt(r['x_loaderx'])} |")
+    if results["ray"]:
+        r = results["ray"]
+        print("\n| writer, (b) + labels from 4 Parquet files | MiB/s | × import parquet |\n|---|---:|---:|")
+        print(f"| `zrecord import parquet` | {r['cli_mib_s']:.0f} | 1.00× |")
+        print(f"| Ray sink, 2 workers | {r['ray_mib_s']:.0f} | {r['x_cli']:.2f}× |")
+
+
+if __name__ == "__main__":
+    main()
