@@ -7,6 +7,7 @@ mod dataset;
 mod error;
 mod loader;
 mod raw;
+mod remote;
 mod store;
 
 use pyo3::prelude::*;
@@ -18,6 +19,7 @@ fn _zrecord(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::Loader>()?;
     m.add_class::<buffers::Array>()?;
     m.add_function(wrap_pyfunction!(dataset::join, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::open_url, m)?)?;
     m.add("ZrecordError", m.py().get_type::<error::ZrecordError>())?;
     m.add("FORMAT_VERSION", zrecord::FORMAT_VERSION)?;
     Ok(())

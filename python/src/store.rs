@@ -227,6 +227,14 @@ impl Store {
 }
 
 impl Store {
+    /// A handle over an opened store.
+    pub fn over(store: AnyStore, path: PathBuf) -> Store {
+        Store {
+            store: Some(store),
+            path,
+        }
+    }
+
     fn get(&self) -> PyResult<&AnyStore> {
         self.store.as_ref().ok_or_else(|| self.closed())
     }

@@ -27,3 +27,15 @@ def module(name):
         return __import__(name)
     except ImportError:
         need(False, f"{name} is not installed")
+
+
+@pytest.fixture(autouse=True)
+def watchdog():
+    """A test that hangs (a request that never returns, a lock never
+    released) ends the run with every thread's traceback instead of
+    stalling it."""
+    import faulthandler
+
+    faulthandler.dump_traceback_later(600, exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()

@@ -297,9 +297,21 @@ class Dataset:
         return Ragged._from_parts(dtype, self._native.gather_ragged(stream, raw))
 
 
-def open(path, read_only=False):  # noqa: A001 - the package's verb, like io.open
+def open(path, read_only=False, *, cache=None, cache_limit=0, pin=False, options=None):  # noqa: A001
     """Opens a store folder (holding `store.zr`) as a `Store`, or a dataset
-    folder (holding `dataset.zr`) as a read-only `Dataset`."""
+    folder (holding `dataset.zr`) as a read-only `Dataset`.
+
+    `path` may be an object-storage URL (`s3://bucket/train`, or an
+    S3-compatible server through `AWS_ENDPOINT_URL`): it opens read-only,
+    through a node cache when `cache` names a folder (`cache_limit` bytes,
+    shared by the node's processes; `pin` keeps it from eviction).
+    `options` are object-store settings beside the environment's
+    (`{"aws_region": "eu-west-1"}`)."""
+    if isinstance(path, str) and "://" in path:
+        native = _zrecord.open_url(
+            path, None if cache is None else os.fspath(cache), cache_limit, pin, options
+        )
+        return Dataset(native) if isinstance(native, _zrecord.Dataset) else Store(native)
     path = os.fspath(path)
     if os.path.exists(os.path.join(path, "dataset.zr")):
         return Dataset(_zrecord.Dataset.open(path))

@@ -6,6 +6,7 @@ import os
 
 from . import _zrecord
 from ._store import Dataset, Ragged, _indices, _lent
+from ._store import open as open_
 
 
 class Batch(dict):
@@ -20,7 +21,8 @@ class Batch(dict):
 
 
 class Loader:
-    """Batches of a dataset folder (or `Dataset`) or of named stores
+    """Batches of a dataset folder (or `Dataset`, or a dataset's URL —
+    `zrecord.open(url, cache=…)` for a node cache) or of named stores
     (`{name: store folder}`), read by Rust worker threads ahead of the
     consumer.
 
@@ -65,6 +67,11 @@ class Loader:
             dataset = source._native
         elif isinstance(source, dict):
             stores = {name: os.fspath(path) for name, path in source.items()}
+        elif isinstance(source, str) and "://" in source:
+            opened = open_(source)
+            if not isinstance(opened, Dataset):
+                raise ValueError(f"{source}: a store, not a dataset; give {{name: store}} folders")
+            dataset = opened._native
         else:
             dataset = _zrecord.Dataset.open(os.fspath(source))
         self._native = _zrecord.Loader(

@@ -1,0 +1,83 @@
+"""A Spark 4 data source that writes zrecord datasets: each task writes
+one shard (its rows arrive as Arrow record batches), and the driver
+commits the dataset when every task succeeded.
+
+>>> import zrecord.spark                                          # doctest: +SKIP
+>>> spark.dataSource.register(zrecord.spark.DataSource)           # doctest: +SKIP
+>>> df.write.format("zrecord").mode("append").save("/data/train")  # doctest: +SKIP
+
+Options: `columns` picks and renames columns (`"image:images,label:labels"`
+or `"image,label"`), `codec` is `zstd` (the default) or `raw`. The target
+is a new or empty folder every executor and the driver share.
+"""
+
+import os
+import uuid
+from dataclasses import dataclass
+from typing import Optional
+
+from pyspark.sql.datasource import DataSource as _SparkDataSource
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+
+from .arrow import PART, ShardWriter, abort, commit, prepare
+
+
+@dataclass
+class ShardWritten(WriterCommitMessage):
+    """A task's shard: its folder (None when the task had no rows)."""
+
+    folder: Optional[str]
+    rows: int
+
+
+def _columns(option):
+    if not option:
+        return None
+    mapping = {}
+    for item in option.split(","):
+        column, _, stream = item.strip().partition(":")
+        mapping[column] = stream or column
+    return mapping
+
+
+class DataSource(_SparkDataSource):
+    """`format("zrecord")`: writes a DataFrame as a zrecord dataset."""
+
+    @classmethod
+    def name(cls):
+        return "zrecord"
+
+    def writer(self, schema, overwrite):
+        return _Writer(self.options)
+
+
+class _Writer(DataSourceArrowWriter):
+    def __init__(self, options):
+        self.path = os.fspath(options.get("path") or "")
+        if not self.path:
+            raise ValueError("zrecord: save(path) names the dataset folder to write")
+        self.columns = _columns(options.get("columns"))
+        self.codec = options.get("codec", "zstd")
+        prepare(self.path)  # on the driver, before any task
+
+    def write(self, iterator):
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        task = context.partitionId() if context is not None else 0
+        name = f"{PART}{task:05d}-{uuid.uuid4().hex[:12]}"
+        writer = ShardWriter(self.path, name, self.columns, self.codec)
+        try:
+            for batch in iterator:
+                writer.write(batch)
+            part = writer.close()
+        except BaseException:
+            writer.abort()
+            raise
+        return ShardWritten(None if part is None else part[0], 0 if part is None else part[1])
+
+    def commit(self, messages):
+        commit(self.path, [m.folder for m in messages if m is not None])
+
+    def abort(self, messages):
+        abort(self.path)
