@@ -1,11 +1,12 @@
 //! `Dataset`: a sharded dataset folder, read; and `join`, which makes one.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use pyo3::prelude::*;
-use zrecord::{Dataset as RustDataset, DynVec, Stream};
+use zrecord::{Dataset as RustDataset, Stream};
 
-use crate::buffers::{self, Array, RaggedParts};
+use crate::buffers::{self, Array, RaggedParts, Recycler};
 use crate::error;
 use crate::store::kind_name;
 
@@ -13,6 +14,7 @@ use crate::store::kind_name;
 #[pyclass(module = "zrecord._zrecord", frozen)]
 pub struct Dataset {
     pub(crate) dataset: RustDataset,
+    recycler: Arc<Recycler>,
 }
 
 #[pymethods]
@@ -23,7 +25,7 @@ impl Dataset {
         let dataset = py
             .detach(|| RustDataset::open(&path))
             .map_err(error::store)?;
-        Ok(Dataset { dataset })
+        Ok(Dataset::over(dataset))
     }
 
     fn __len__(&self) -> usize {
@@ -64,13 +66,14 @@ impl Dataset {
             .as_dense()
             .ok_or_else(|| error::value(format!("stream {name:?} is ragged: use gather_ragged")))?;
         let indices = buffers::indices(indices)?;
-        let mut values = DynVec::new(dense.dtype());
+        let slot = self.slot(name);
+        let mut values = self.recycler.take(slot, dense.dtype());
         py.detach(|| dense.gather_into(&indices, &mut values))
             .map_err(error::store)?;
         let shape = std::iter::once(indices.len())
             .chain(dense.item_shape().iter().copied())
             .collect();
-        Ok(buffers::dense(values, shape))
+        Ok(buffers::dense(values, shape, &self.recycler, slot))
     }
 
     /// Dense records `indices` of stream `name` into the caller's array: as
@@ -103,14 +106,31 @@ impl Dataset {
             .as_ragged()
             .ok_or_else(|| error::value(format!("stream {name:?} is dense: use gather_dense")))?;
         let indices = buffers::indices(indices)?;
-        let batch = py
-            .detach(|| ragged.gather_dyn(&indices))
+        let slot = self.slot(name);
+        let mut batch = self.recycler.take(slot, ragged.dtype());
+        py.detach(|| ragged.gather_into(&indices, &mut batch))
             .map_err(error::store)?;
-        Ok(buffers::ragged(py, batch))
+        Ok(buffers::ragged(py, batch, &self.recycler, slot))
     }
 }
 
 impl Dataset {
+    /// A handle over an opened dataset.
+    pub fn over(dataset: RustDataset) -> Dataset {
+        Dataset {
+            dataset,
+            recycler: Arc::default(),
+        }
+    }
+
+    /// Stream `name`'s place among the streams: its recycler slot.
+    fn slot(&self, name: &str) -> usize {
+        self.dataset
+            .streams()
+            .position(|(n, _)| n == name)
+            .unwrap_or(usize::MAX)
+    }
+
     fn stream(&self, name: &str) -> PyResult<&Stream> {
         self.dataset.stream(name).ok_or_else(|| {
             let names: Vec<&str> = self.dataset.streams().map(|(n, _)| n).collect();

@@ -46,7 +46,7 @@ pub fn open_url(
         let dataset = py
             .detach(|| zrecord_remote::open_dataset(url, settings))
             .map_err(failed)?;
-        return Ok(Py::new(py, Dataset { dataset })?.into_any());
+        return Ok(Py::new(py, Dataset::over(dataset))?.into_any());
     }
     if has("store.zr") {
         let store = py

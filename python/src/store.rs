@@ -1,12 +1,13 @@
 //! `Store`: one store, opened or created, read and written.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use zrecord::{AnyStore, Codec, DType, DynVec, OpenOptions, Schema, StoreKind};
+use zrecord::{AnyStore, Codec, DType, OpenOptions, Schema, StoreKind};
 
-use crate::buffers::{self, Array, RaggedParts};
+use crate::buffers::{self, Array, RaggedParts, Recycler};
 use crate::error;
 
 /// A store: dense (fixed-shape records) or ragged (variable-shape), of one
@@ -15,6 +16,7 @@ use crate::error;
 pub struct Store {
     store: Option<AnyStore>,
     path: PathBuf,
+    recycler: Arc<Recycler>,
 }
 
 #[pymethods]
@@ -27,10 +29,7 @@ impl Store {
         let store = py
             .detach(|| options.open::<AnyStore>(&path))
             .map_err(error::store)?;
-        Ok(Store {
-            store: Some(store),
-            path,
-        })
+        Ok(Store::over(store, path))
     }
 
     /// Creates an empty store at `path`: dense with records of `shape`, or
@@ -65,10 +64,7 @@ impl Store {
         let store = options
             .create::<AnyStore>(&path, &schema, codec)
             .map_err(error::store)?;
-        Ok(Store {
-            store: Some(store),
-            path,
-        })
+        Ok(Store::over(store, path))
     }
 
     fn __len__(&self) -> PyResult<usize> {
@@ -122,13 +118,13 @@ impl Store {
     fn gather_dense(&self, py: Python<'_>, indices: &[u8]) -> PyResult<Array> {
         let dense = self.get()?.as_dense().map_err(error::store)?;
         let indices = buffers::indices(indices)?;
-        let mut values = DynVec::new(dense.dtype());
+        let mut values = self.recycler.take(0, dense.dtype());
         py.detach(|| dense.gather_into(&indices, &mut values))
             .map_err(error::store)?;
         let shape = std::iter::once(indices.len())
             .chain(dense.item_shape().iter().copied())
             .collect();
-        Ok(buffers::dense(values, shape))
+        Ok(buffers::dense(values, shape, &self.recycler, 0))
     }
 
     /// Dense records `indices` into the caller's array at `address`
@@ -151,10 +147,10 @@ impl Store {
     fn gather_ragged<'py>(&self, py: Python<'py>, indices: &[u8]) -> PyResult<RaggedParts<'py>> {
         let ragged = self.get()?.as_ragged().map_err(error::store)?;
         let indices = buffers::indices(indices)?;
-        let batch = py
-            .detach(|| ragged.gather_dyn(&indices))
+        let mut batch = self.recycler.take(0, ragged.dtype());
+        py.detach(|| ragged.gather_into(&indices, &mut batch))
             .map_err(error::store)?;
-        Ok(buffers::ragged(py, batch))
+        Ok(buffers::ragged(py, batch, &self.recycler, 0))
     }
 
     /// Appends dense records given as bytes of `dtype`; returns the first
@@ -232,6 +228,7 @@ impl Store {
         Store {
             store: Some(store),
             path,
+            recycler: Arc::default(),
         }
     }
 

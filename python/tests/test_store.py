@@ -160,3 +160,26 @@ def test_gather_into_a_reused_array(tmp_path):
             store.gather([0, 1, 2], out=bytearray(72))
         with pytest.raises(IndexError):  # a failed gather still raises, out untouched in size
             store.gather([0, 1, 10], out=out)
+
+
+def test_gathered_arrays_keep_their_values_while_buffers_are_recycled(tmp_path):
+    """New arrays reuse the buffers of arrays Python dropped — never of
+    one still held."""
+    data = np.arange(200 * 8, dtype=np.int32).reshape(200, 8)
+    with zrecord.create(tmp_path / "d", np.int32, shape=(8,)) as dense, \
+            zrecord.create(tmp_path / "r", np.int32, ragged=True) as ragged:  # fmt: skip
+        dense.append(data)
+        ragged.append([row[: 1 + i % 8] for i, row in enumerate(data)])
+        rng = np.random.default_rng(3)
+        held = []
+        for k in range(30):
+            idx = rng.integers(0, 200, 16)
+            batch, tokens = dense.gather(idx), ragged.gather(idx)
+            if k % 7 == 0:
+                held.append((idx, batch, tokens))
+            else:  # used, scribbled on (they are writeable), dropped
+                batch[:] = -1
+                tokens.values[:] = -1
+        for idx, batch, tokens in held:
+            np.testing.assert_array_equal(batch, data[idx])
+            assert [t.tolist() for t in tokens] == [data[i, : 1 + i % 8].tolist() for i in idx]

@@ -73,20 +73,36 @@ class Ragged:
         return f"Ragged({len(self)} records, {len(self.values)} {self.values.dtype} values)"
 
 
-def _checked_out(out, dtype, shape):
-    """The address and size of `out`, once it is checked to be an array
-    the native gather may write: of `dtype` and `shape`, C-contiguous,
-    aligned and writeable. The caller keeps `out` alive for the call."""
-    if not isinstance(out, np.ndarray):
-        raise TypeError(f"out must be a numpy array, not {type(out).__name__}")
-    if out.dtype != dtype or out.shape != shape:
-        raise ValueError(f"out is {out.dtype} {out.shape}; this gather needs {dtype} {shape}")
-    flags = out.flags
-    if not (flags.c_contiguous and flags.writeable and flags.aligned):
-        raise ValueError("out must be C-contiguous, aligned and writeable")
-    if out.dtype.byteorder == ">":
-        raise ValueError("out must be little-endian")
-    return out.__array_interface__["data"][0], out.nbytes
+class _Out:
+    """The `out=` array of a store's last gather, checked once: its address
+    and size stay valid while this holds a reference (numpy refuses to
+    resize or free an array another reference holds), so later gathers
+    into the same array repeat only the cheap checks. Looking the address
+    up again costs more than gathering a small batch."""
+
+    def __init__(self):
+        self.array, self.address, self.nbytes = None, 0, 0
+
+    def check(self, out, dtype, shape):
+        """The address and size of `out`, once it is checked to be an
+        array the native gather may write: of `dtype` and `shape`,
+        C-contiguous, aligned, writeable and little-endian."""
+        if not isinstance(out, np.ndarray):
+            raise TypeError(f"out must be a numpy array, not {type(out).__name__}")
+        if out.dtype != dtype or out.shape != shape:
+            raise ValueError(f"out is {out.dtype} {out.shape}; this gather needs {dtype} {shape}")
+        flags = out.flags
+        if not flags.writeable:
+            raise ValueError("out must be C-contiguous, aligned and writeable")
+        if out is not self.array:
+            if not (flags.c_contiguous and flags.aligned):
+                raise ValueError("out must be C-contiguous, aligned and writeable")
+            if out.dtype.byteorder == ">":
+                raise ValueError("out must be little-endian")
+            self.array = None  # until the new one is checked whole
+            self.address, self.nbytes = out.__array_interface__["data"][0], out.nbytes
+            self.array = out
+        return self.address, self.nbytes
 
 
 def _lent(array, dtype):
@@ -108,6 +124,7 @@ class Store:
         # What a store holds never changes: read once, not per gather.
         self._kind, self._dtype = native.kind, native.dtype
         self._shape = None if native.shape is None else tuple(native.shape)
+        self._out = _Out()
 
     def __len__(self):
         return len(self._native)
@@ -162,7 +179,7 @@ class Store:
             if out is None:
                 return _lent(n.gather_dense(raw), self._dtype)
             shape = (len(raw) // 8, *self._shape)
-            address, nbytes = _checked_out(out, to_numpy(self._dtype), shape)
+            address, nbytes = self._out.check(out, to_numpy(self._dtype), shape)
             n.gather_dense_into(raw, address, nbytes)
             return out
         if out is not None:
@@ -262,6 +279,7 @@ class Dataset:
             name: (kind, dtype, None if shape is None else tuple(shape))
             for name, kind, dtype, shape in native.streams()
         }
+        self._out = _Out()
 
     def __len__(self):
         return len(self._native)
@@ -289,7 +307,7 @@ class Dataset:
             count = len(raw) // 8
             if out is None:
                 return _lent(self._native.gather_dense(stream, raw), dtype)
-            address, nbytes = _checked_out(out, to_numpy(dtype), (count, *shape))
+            address, nbytes = self._out.check(out, to_numpy(dtype), (count, *shape))
             self._native.gather_dense_into(stream, raw, address, nbytes)
             return out
         if out is not None:
