@@ -72,7 +72,10 @@ impl Recycler {
     /// A buffer last used for `slot` (a stream), or a new one of `dtype`.
     pub fn take<T: Reusable>(&self, slot: usize, dtype: DType) -> T {
         let mut free = T::pool(self).lock().unwrap_or_else(PoisonError::into_inner);
-        match free.iter().position(|(s, v)| *s == slot && v.dtype() == dtype) {
+        match free
+            .iter()
+            .position(|(s, v)| *s == slot && v.dtype() == dtype)
+        {
             Some(at) => free.swap_remove(at).1,
             None => T::empty(dtype),
         }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use zrecord::{Dataset as RustDataset, Stream};
+use zrecord::{Dataset as RustDataset, DenseShards, RaggedShards, Stream};
 
 use crate::buffers::{self, Array, RaggedParts, Recycler};
 use crate::error;
@@ -61,10 +61,7 @@ impl Dataset {
 
     /// Dense records `indices` of stream `name`: as `Store.gather_dense`.
     fn gather_dense(&self, py: Python<'_>, name: &str, indices: &[u8]) -> PyResult<Array> {
-        let dense = self
-            .stream(name)?
-            .as_dense()
-            .ok_or_else(|| error::value(format!("stream {name:?} is ragged: use gather_ragged")))?;
+        let dense = self.dense(name)?;
         let indices = buffers::indices(indices)?;
         let slot = self.slot(name);
         let mut values = self.recycler.take(slot, dense.dtype());
@@ -86,10 +83,7 @@ impl Dataset {
         address: usize,
         len: usize,
     ) -> PyResult<()> {
-        let dense = self
-            .stream(name)?
-            .as_dense()
-            .ok_or_else(|| error::value(format!("stream {name:?} is ragged: use gather_ragged")))?;
+        let dense = self.dense(name)?;
         let indices = buffers::indices(indices)?;
         crate::raw::fill_at(py, address, len, |out| dense.gather_bytes(&indices, out))
     }
@@ -101,10 +95,7 @@ impl Dataset {
         name: &str,
         indices: &[u8],
     ) -> PyResult<RaggedParts<'py>> {
-        let ragged = self
-            .stream(name)?
-            .as_ragged()
-            .ok_or_else(|| error::value(format!("stream {name:?} is dense: use gather_dense")))?;
+        let ragged = self.ragged(name)?;
         let indices = buffers::indices(indices)?;
         let slot = self.slot(name);
         let mut batch = self.recycler.take(slot, ragged.dtype());
@@ -129,6 +120,18 @@ impl Dataset {
             .streams()
             .position(|(n, _)| n == name)
             .unwrap_or(usize::MAX)
+    }
+
+    fn dense(&self, name: &str) -> PyResult<&DenseShards> {
+        self.stream(name)?
+            .as_dense()
+            .ok_or_else(|| error::value(format!("stream {name:?} is ragged: use gather_ragged")))
+    }
+
+    fn ragged(&self, name: &str) -> PyResult<&RaggedShards> {
+        self.stream(name)?
+            .as_ragged()
+            .ok_or_else(|| error::value(format!("stream {name:?} is dense: use gather_dense")))
     }
 
     fn stream(&self, name: &str) -> PyResult<&Stream> {

@@ -105,3 +105,17 @@ def test_a_sink_refuses_a_folder_that_holds_a_dataset(tmp_path, types):
     prepare(tmp_path / "e")
     assert os.listdir(tmp_path / "e") == []
     abort(tmp_path / "missing")  # nothing to do, no error
+
+
+def test_a_store_appends_arrow_arrays(tmp_path, types):
+    with zrecord.create(tmp_path / "s", np.uint8, ragged=True) as text:
+        text.append(types.column("s"))
+        text.append(types.column("bin").combine_chunks().slice(2, 3))
+        got = [bytes(t) for t in text.gather(np.arange(13))]
+        expected = [v.encode() for v in types.column("s").to_pylist()]
+        assert got == expected + types.column("bin").to_pylist()[2:5]
+    with zrecord.create(tmp_path / "v", np.float32, shape=(3,)) as vec3:
+        vec3.append(types.column("vec3"))
+        np.testing.assert_array_equal(vec3.gather(np.arange(10)), np.array(types.column("vec3").to_pylist()))
+        with pytest.raises(ValueError, match="2 null values"):
+            vec3.append(types.column("maybe"))

@@ -199,8 +199,14 @@ class Store:
 
         A dense store takes an array of shape `(n, *shape)` (or one record
         of `shape`); a ragged store takes a sequence of arrays, or a
-        `Ragged` batch. Records of another dtype are cast when the cast is
-        safe (`numpy.can_cast`), else refused."""
+        `Ragged` batch. Either takes a pyarrow array, mapped as
+        `zrecord.arrow` maps a column (strings and binary as `u8` records).
+        Records of another dtype are cast where no value changes, else
+        refused."""
+        if type(records).__module__.startswith("pyarrow"):
+            from .arrow import records_of
+
+            records = records_of("(the array)", records, (self._kind, self._dtype, self._shape))
         n = self._native
         dtype = to_numpy(n.dtype)
         if n.kind == "dense":
