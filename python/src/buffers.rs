@@ -192,12 +192,12 @@ pub fn dense(mut values: DynVec, shape: Vec<usize>, home: &Arc<Recycler>, slot: 
 /// A ragged batch as `(values, offsets, dims, ranks)`: the values as an
 /// [`Array`], `n + 1` element offsets, every record's dimensions end to end
 /// and each record's number of dimensions, the last three as `uint64`
-/// bytes.
+/// bytes — dims and ranks `None` when every record is 1-D.
 pub type RaggedParts<'py> = (
     Array,
     Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
+    Option<Bound<'py, PyBytes>>,
+    Option<Bound<'py, PyBytes>>,
 );
 
 /// The Python parts of a gathered ragged batch (taken from `home` for
@@ -207,8 +207,8 @@ pub fn ragged<'py>(
     mut batch: DynRaggedBatch,
     home: &Arc<Recycler>,
     slot: usize,
-) -> RaggedParts<'py> {
-    let (offsets, dims, ranks) = layout_bytes(py, batch.layout());
+) -> PyResult<RaggedParts<'py>> {
+    let (offsets, dims, ranks) = layout_bytes(py, batch.layout())?;
     let address = batch.values_mut_ptr() as usize;
     let shape = vec![batch.layout().total()];
     let typestr = typestr(batch.dtype());
@@ -223,7 +223,7 @@ pub fn ragged<'py>(
         shape,
         typestr,
     };
-    (values, offsets, dims, ranks)
+    Ok((values, offsets, dims, ranks))
 }
 
 /// A loader's batch lent column by column: `(name, kind, dtype, parts)`
@@ -256,7 +256,7 @@ pub fn batch(py: Python<'_>, mut batch: Batch) -> PyResult<Vec<(String, Py<PyAny
         let parts = match shape {
             Ok(shape) => ("dense", dtype.name(), (array(shape),)).into_pyobject(py)?,
             Err(layout) => {
-                let (offsets, dims, ranks) = layout_bytes(py, &layout);
+                let (offsets, dims, ranks) = layout_bytes(py, &layout)?;
                 let values = array(vec![layout.total()]);
                 ("ragged", dtype.name(), (values, offsets, dims, ranks)).into_pyobject(py)?
             }
@@ -266,28 +266,40 @@ pub fn batch(py: Python<'_>, mut batch: Batch) -> PyResult<Vec<(String, Py<PyAny
     Ok(columns)
 }
 
-/// A layout's offsets, dims and ranks as `uint64` bytes.
-fn layout_bytes<'py>(
-    py: Python<'py>,
-    layout: &RaggedLayout,
-) -> (
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-) {
-    let mut dims = Vec::new();
-    let mut ranks = Vec::with_capacity(layout.len());
-    for k in 0..layout.len() {
-        let shape = layout.shape(k).unwrap_or(&[]);
-        dims.extend(shape.iter().map(|&d| d as u64));
-        ranks.push(shape.len() as u64);
+/// A layout's offsets, dims and ranks as `uint64` bytes; dims and ranks
+/// are `None` when every record is 1-D (the usual case: its lengths are
+/// its shapes, and the Python side builds nothing more per batch).
+fn layout_bytes<'py>(py: Python<'py>, layout: &RaggedLayout) -> PyResult<LayoutParts<'py>> {
+    let offsets = u64_pybytes(py, layout.offsets().iter().map(|&o| o as u64))?;
+    if (0..layout.len()).all(|k| layout.shape(k).is_some_and(|s| s.len() == 1)) {
+        return Ok((offsets, None, None));
     }
-    let offsets: Vec<u64> = layout.offsets().iter().map(|&o| o as u64).collect();
-    (
-        PyBytes::new(py, &u64_bytes(&offsets)),
-        PyBytes::new(py, &u64_bytes(&dims)),
-        PyBytes::new(py, &u64_bytes(&ranks)),
-    )
+    let shapes = (0..layout.len()).map(|k| layout.shape(k).unwrap_or(&[]));
+    let dims: Vec<u64> = shapes.clone().flatten().map(|&d| d as u64).collect();
+    let dims = u64_pybytes(py, dims.into_iter())?;
+    let ranks = u64_pybytes(py, shapes.map(|s| s.len() as u64))?;
+    Ok((offsets, Some(dims), Some(ranks)))
+}
+
+/// Offsets, and dims and ranks unless every record is 1-D.
+type LayoutParts<'py> = (
+    Bound<'py, PyBytes>,
+    Option<Bound<'py, PyBytes>>,
+    Option<Bound<'py, PyBytes>>,
+);
+
+/// `values` as little-endian `u64` bytes, written straight into a new
+/// `bytes` object.
+fn u64_pybytes<'py>(
+    py: Python<'py>,
+    mut values: impl ExactSizeIterator<Item = u64>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, values.len() * 8, |out| {
+        for (chunk, v) in out.chunks_exact_mut(8).zip(&mut values) {
+            chunk.copy_from_slice(&v.to_le_bytes());
+        }
+        Ok(())
+    })
 }
 
 /// A layout from every record's dimensions end to end and each record's
@@ -315,8 +327,4 @@ pub fn layout(dims: &[u8], ranks: &[u8]) -> PyResult<RaggedLayout> {
         )));
     }
     Ok(layout)
-}
-
-fn u64_bytes(values: &[u64]) -> Vec<u8> {
-    values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }

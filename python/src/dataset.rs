@@ -101,7 +101,7 @@ impl Dataset {
         let mut batch = self.recycler.take(slot, ragged.dtype());
         py.detach(|| ragged.gather_into(&indices, &mut batch))
             .map_err(error::store)?;
-        Ok(buffers::ragged(py, batch, &self.recycler, slot))
+        buffers::ragged(py, batch, &self.recycler, slot)
     }
 }
 

@@ -150,7 +150,7 @@ impl Store {
         let mut batch = self.recycler.take(0, ragged.dtype());
         py.detach(|| ragged.gather_into(&indices, &mut batch))
             .map_err(error::store)?;
-        Ok(buffers::ragged(py, batch, &self.recycler, 0))
+        buffers::ragged(py, batch, &self.recycler, 0)
     }
 
     /// Appends dense records given as bytes of `dtype`; returns the first

@@ -41,6 +41,13 @@ def test_every_mappable_type_round_trips(tmp_path, types):
     for name in ["b", "i8", "u16", "i64", "f32", "f64", "vec3"]:
         expected = np.array(types.column(name).to_pylist())
         np.testing.assert_array_equal(d.gather(name, everything), expected, err_msg=name)
+    # into a reused array, across the three shards, in any order
+    out = np.empty((6, 3), np.float32)
+    picks = [9, 0, 4, 8, 5, 1]
+    assert d.gather("vec3", picks, out=out) is out
+    np.testing.assert_array_equal(out, np.array(types.column("vec3").to_pylist())[picks])
+    with pytest.raises(ValueError, match="this gather needs float32"):
+        d.gather("vec3", picks[:2], out=out)
     tokens = d.gather("tokens", everything)
     assert [t.tolist() for t in tokens] == types.column("tokens").to_pylist()
     strings = d.gather("s", everything)

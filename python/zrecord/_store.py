@@ -26,15 +26,19 @@ class Ragged:
     values end to end in `values`, record `k` at `offsets[k]:offsets[k+1]`
     with shape `shapes[k]`. `batch[k]` is record `k` as an array view."""
 
-    def __init__(self, values, offsets, dims, ranks):
+    def __init__(self, values, offsets, dims=None, ranks=None):
         self.values = values
         self.offsets = offsets
+        # Every record's dimensions end to end and each one's count; None
+        # when every record is 1-D (its length is its shape).
         self._dims = dims
         self._ranks = ranks
 
     @classmethod
     def _from_parts(cls, dtype, parts):
         values, offsets, dims, ranks = parts
+        if dims is None:
+            return cls(_lent(values, dtype), np.frombuffer(offsets, dtype="<u8"))
         return cls(
             _lent(values, dtype),
             np.frombuffer(offsets, dtype="<u8"),
@@ -53,6 +57,8 @@ class Ragged:
     @property
     def shapes(self):
         """Every record's shape, as tuples."""
+        if self._dims is None:
+            return [(int(n),) for n in self.lengths]
         ends = np.cumsum(self._ranks)
         starts = ends - self._ranks
         return [tuple(int(d) for d in self._dims[s:e]) for s, e in zip(starts, ends)]
@@ -62,12 +68,22 @@ class Ragged:
             k += len(self)
         if not 0 <= k < len(self):
             raise IndexError(f"record {k} of a batch of {len(self)}")
+        values = self.values[int(self.offsets[k]) : int(self.offsets[k + 1])]
+        if self._dims is None:
+            return values
         start = int(np.sum(self._ranks[:k]))
         shape = tuple(int(d) for d in self._dims[start : start + int(self._ranks[k])])
-        return self.values[int(self.offsets[k]) : int(self.offsets[k + 1])].reshape(shape)
+        return values.reshape(shape)
 
     def __iter__(self):
         return (self[k] for k in range(len(self)))
+
+    def _shape_bytes(self):
+        """Dims and ranks as the native appends take them."""
+        if self._dims is None:
+            lengths = self.lengths.astype("<u8")
+            return lengths.tobytes(), np.ones(len(lengths), "<u8").tobytes()
+        return self._dims.astype("<u8").tobytes(), self._ranks.astype("<u8").tobytes()
 
     def __repr__(self):
         return f"Ragged({len(self)} records, {len(self.values)} {self.values.dtype} values)"
@@ -225,8 +241,7 @@ class Store:
             return n.append_ragged(
                 n.dtype,
                 values.tobytes(),
-                records._dims.astype("<u8").tobytes(),
-                records._ranks.astype("<u8").tobytes(),
+                *records._shape_bytes(),
             )
         arrays = [np.asarray(r) for r in records]
         values = np.concatenate([a.reshape(-1) for a in arrays]) if arrays else np.zeros(0, dtype)
