@@ -1,11 +1,13 @@
 //! Moving records between Rust and Python: index arrays in; gathered
 //! records out as `Array`s, Rust buffers that numpy wraps without a copy.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 use zrecord::{DType, DynRaggedBatch, DynVec, RaggedLayout};
+
+use crate::recycler::{Recycled, Recycler};
 use zrecord_loader::Batch;
 
 use crate::error;
@@ -22,87 +24,6 @@ pub fn indices(bytes: &[u8]) -> PyResult<Vec<u64>> {
         .chunks_exact(8)
         .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
         .collect())
-}
-
-/// Buffers of gathered arrays that Python has dropped, for the next
-/// gathers of the same store to reuse: a loop that gathers a batch while
-/// the last one is dropped allocates (and page-faults) nothing after the
-/// first two, as a Rust loop reusing one buffer does.
-#[derive(Default)]
-pub struct Recycler {
-    dense: Mutex<Vec<(usize, DynVec)>>,
-    ragged: Mutex<Vec<(usize, DynRaggedBatch)>>,
-}
-
-/// Buffers kept per store and kind: the batch in use and the one just dropped.
-const KEEP: usize = 2;
-
-/// A buffer's type and the pool of it a [`Recycler`] keeps.
-pub trait Reusable: Sized + Send + Sync + 'static {
-    fn dtype(&self) -> DType;
-    fn empty(dtype: DType) -> Self;
-    fn pool(recycler: &Recycler) -> &Mutex<Vec<(usize, Self)>>;
-}
-
-impl Reusable for DynVec {
-    fn dtype(&self) -> DType {
-        DynVec::dtype(self)
-    }
-    fn empty(dtype: DType) -> Self {
-        DynVec::new(dtype)
-    }
-    fn pool(recycler: &Recycler) -> &Mutex<Vec<(usize, Self)>> {
-        &recycler.dense
-    }
-}
-
-impl Reusable for DynRaggedBatch {
-    fn dtype(&self) -> DType {
-        DynRaggedBatch::dtype(self)
-    }
-    fn empty(dtype: DType) -> Self {
-        DynRaggedBatch::new(dtype)
-    }
-    fn pool(recycler: &Recycler) -> &Mutex<Vec<(usize, Self)>> {
-        &recycler.ragged
-    }
-}
-
-impl Recycler {
-    /// A buffer last used for `slot` (a stream), or a new one of `dtype`.
-    pub fn take<T: Reusable>(&self, slot: usize, dtype: DType) -> T {
-        let mut free = T::pool(self).lock().unwrap_or_else(PoisonError::into_inner);
-        match free
-            .iter()
-            .position(|(s, v)| *s == slot && v.dtype() == dtype)
-        {
-            Some(at) => free.swap_remove(at).1,
-            None => T::empty(dtype),
-        }
-    }
-
-    fn give<T: Reusable>(&self, slot: usize, values: T) {
-        let mut free = T::pool(self).lock().unwrap_or_else(PoisonError::into_inner);
-        if free.len() < KEEP {
-            free.push((slot, values));
-        }
-    }
-}
-
-/// A gathered buffer that goes back to its store's [`Recycler`] when the
-/// last array over it is gone.
-struct Recycled<T: Reusable> {
-    values: T,
-    slot: usize,
-    home: Arc<Recycler>,
-}
-
-impl<T: Reusable> Drop for Recycled<T> {
-    fn drop(&mut self) {
-        let empty = T::empty(self.values.dtype());
-        let values = std::mem::replace(&mut self.values, empty);
-        self.home.give(self.slot, values);
-    }
 }
 
 /// What keeps the memory an [`Array`] lends alive. It is never read or
@@ -176,11 +97,7 @@ pub fn dense(mut values: DynVec, shape: Vec<usize>, home: &Arc<Recycler>, slot: 
     // the vector into its owner does not move its heap buffer.
     let address = values.as_mut_ptr() as usize;
     let typestr = typestr(values.dtype());
-    let owner = Recycled {
-        values,
-        slot,
-        home: Arc::clone(home),
-    };
+    let owner = Recycled::new(values, slot, home);
     Array {
         _owner: Arc::new(Owner::Values(owner)),
         address,
@@ -212,11 +129,7 @@ pub fn ragged<'py>(
     let address = batch.values_mut_ptr() as usize;
     let shape = vec![batch.layout().total()];
     let typestr = typestr(batch.dtype());
-    let owner = Recycled {
-        values: batch,
-        slot,
-        home: Arc::clone(home),
-    };
+    let owner = Recycled::new(batch, slot, home);
     let values = Array {
         _owner: Arc::new(Owner::Ragged(owner)),
         address,

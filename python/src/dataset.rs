@@ -6,8 +6,9 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use zrecord::{Dataset as RustDataset, DenseShards, RaggedShards, Stream};
 
-use crate::buffers::{self, Array, RaggedParts, Recycler};
+use crate::buffers::{self, Array, RaggedParts};
 use crate::error;
+use crate::recycler::Recycler;
 use crate::store::kind_name;
 
 /// A dataset folder (shards and their `dataset.zr` manifest), read-only.

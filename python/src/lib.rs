@@ -7,6 +7,7 @@ mod dataset;
 mod error;
 mod loader;
 mod raw;
+mod recycler;
 mod remote;
 mod store;
 

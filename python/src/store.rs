@@ -7,8 +7,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use zrecord::{AnyStore, Codec, DType, OpenOptions, Schema, StoreKind};
 
-use crate::buffers::{self, Array, RaggedParts, Recycler};
+use crate::buffers::{self, Array, RaggedParts};
 use crate::error;
+use crate::recycler::Recycler;
 
 /// A store: dense (fixed-shape records) or ragged (variable-shape), of one
 /// dtype. The Python `zrecord.Store` wraps it with numpy.
