@@ -90,9 +90,53 @@ fn typestr(dtype: DType) -> &'static str {
     }
 }
 
+/// Dense records `indices` (`uint64` bytes) of a stream of `dtype` and
+/// records of `item_shape`, read by `gather` with the GIL released into a
+/// buffer of `home`'s `slot`, lent as one array.
+pub fn gather_dense<F>(
+    py: Python<'_>,
+    home: &Arc<Recycler>,
+    slot: usize,
+    (dtype, item_shape): (DType, &[usize]),
+    indices: &[u8],
+    gather: F,
+) -> PyResult<Array>
+where
+    F: FnOnce(&[u64], &mut DynVec) -> zrecord::Result<()> + Send,
+{
+    let indices = self::indices(indices)?;
+    let mut values = home.take(slot, dtype);
+    py.detach(|| gather(&indices, &mut values))
+        .map_err(error::store)?;
+    let shape = std::iter::once(indices.len())
+        .chain(item_shape.iter().copied())
+        .collect();
+    Ok(dense(values, shape, home, slot))
+}
+
+/// Ragged records `indices` (`uint64` bytes) of a stream of `dtype`, read
+/// by `gather` with the GIL released into a batch of `home`'s `slot`.
+pub fn gather_ragged<'py, F>(
+    py: Python<'py>,
+    home: &Arc<Recycler>,
+    slot: usize,
+    dtype: DType,
+    indices: &[u8],
+    gather: F,
+) -> PyResult<RaggedParts<'py>>
+where
+    F: FnOnce(&[u64], &mut DynRaggedBatch) -> zrecord::Result<()> + Send,
+{
+    let indices = self::indices(indices)?;
+    let mut batch = home.take(slot, dtype);
+    py.detach(|| gather(&indices, &mut batch))
+        .map_err(error::store)?;
+    ragged(py, batch, home, slot)
+}
+
 /// Dense records gathered into `values` (taken from `home` for `slot`),
 /// of `shape`.
-pub fn dense(mut values: DynVec, shape: Vec<usize>, home: &Arc<Recycler>, slot: usize) -> Array {
+fn dense(mut values: DynVec, shape: Vec<usize>, home: &Arc<Recycler>, slot: usize) -> Array {
     // The pointer is taken from the vector while it is owned here; moving
     // the vector into its owner does not move its heap buffer.
     let address = values.as_mut_ptr() as usize;
@@ -119,7 +163,7 @@ pub type RaggedParts<'py> = (
 
 /// The Python parts of a gathered ragged batch (taken from `home` for
 /// `slot`), lending its values.
-pub fn ragged<'py>(
+fn ragged<'py>(
     py: Python<'py>,
     mut batch: DynRaggedBatch,
     home: &Arc<Recycler>,
@@ -144,7 +188,8 @@ pub fn ragged<'py>(
 /// [`RaggedParts`]. The batch returns to the loader's pool when the last
 /// of its arrays is gone.
 pub fn batch(py: Python<'_>, mut batch: Batch) -> PyResult<Vec<(String, Py<PyAny>)>> {
-    // What each column lends, found while the batch is still ours alone.
+    // What each column lends, found while the batch is still ours alone: a
+    // dense column's shape, a ragged one's element count and layout parts.
     let names: Vec<String> = batch.names().map(str::to_string).collect();
     let mut lent = Vec::with_capacity(names.len());
     for name in names {
@@ -153,7 +198,10 @@ pub fn batch(py: Python<'_>, mut batch: Batch) -> PyResult<Vec<(String, Py<PyAny
         let dtype = column.dtype();
         let shape = match &*column {
             zrecord_loader::Column::Dense(dense) => Ok(dense.shape().to_vec()),
-            zrecord_loader::Column::Ragged(ragged) => Err(ragged.layout().clone()),
+            zrecord_loader::Column::Ragged(ragged) => {
+                let layout = ragged.layout();
+                Err((layout.total(), layout_bytes(py, layout)?))
+            }
         };
         lent.push((name, address, dtype, shape));
     }
@@ -168,9 +216,8 @@ pub fn batch(py: Python<'_>, mut batch: Batch) -> PyResult<Vec<(String, Py<PyAny
         };
         let parts = match shape {
             Ok(shape) => ("dense", dtype.name(), (array(shape),)).into_pyobject(py)?,
-            Err(layout) => {
-                let (offsets, dims, ranks) = layout_bytes(py, &layout)?;
-                let values = array(vec![layout.total()]);
+            Err((total, (offsets, dims, ranks))) => {
+                let values = array(vec![total]);
                 ("ragged", dtype.name(), (values, offsets, dims, ranks)).into_pyobject(py)?
             }
         };

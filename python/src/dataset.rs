@@ -63,15 +63,15 @@ impl Dataset {
     /// Dense records `indices` of stream `name`: as `Store.gather_dense`.
     fn gather_dense(&self, py: Python<'_>, name: &str, indices: &[u8]) -> PyResult<Array> {
         let dense = self.dense(name)?;
-        let indices = buffers::indices(indices)?;
-        let slot = self.slot(name);
-        let mut values = self.recycler.take(slot, dense.dtype());
-        py.detach(|| dense.gather_into(&indices, &mut values))
-            .map_err(error::store)?;
-        let shape = std::iter::once(indices.len())
-            .chain(dense.item_shape().iter().copied())
-            .collect();
-        Ok(buffers::dense(values, shape, &self.recycler, slot))
+        let stream = (dense.dtype(), dense.item_shape());
+        buffers::gather_dense(
+            py,
+            &self.recycler,
+            self.slot(name),
+            stream,
+            indices,
+            |i, out| dense.gather_into(i, out),
+        )
     }
 
     /// Dense records `indices` of stream `name` into the caller's array: as
@@ -97,12 +97,15 @@ impl Dataset {
         indices: &[u8],
     ) -> PyResult<RaggedParts<'py>> {
         let ragged = self.ragged(name)?;
-        let indices = buffers::indices(indices)?;
         let slot = self.slot(name);
-        let mut batch = self.recycler.take(slot, ragged.dtype());
-        py.detach(|| ragged.gather_into(&indices, &mut batch))
-            .map_err(error::store)?;
-        buffers::ragged(py, batch, &self.recycler, slot)
+        buffers::gather_ragged(
+            py,
+            &self.recycler,
+            slot,
+            ragged.dtype(),
+            indices,
+            |i, out| ragged.gather_into(i, out),
+        )
     }
 }
 

@@ -118,14 +118,10 @@ impl Store {
     /// with the GIL released.
     fn gather_dense(&self, py: Python<'_>, indices: &[u8]) -> PyResult<Array> {
         let dense = self.get()?.as_dense().map_err(error::store)?;
-        let indices = buffers::indices(indices)?;
-        let mut values = self.recycler.take(0, dense.dtype());
-        py.detach(|| dense.gather_into(&indices, &mut values))
-            .map_err(error::store)?;
-        let shape = std::iter::once(indices.len())
-            .chain(dense.item_shape().iter().copied())
-            .collect();
-        Ok(buffers::dense(values, shape, &self.recycler, 0))
+        let stream = (dense.dtype(), dense.item_shape());
+        buffers::gather_dense(py, &self.recycler, 0, stream, indices, |i, out| {
+            dense.gather_into(i, out)
+        })
     }
 
     /// Dense records `indices` into the caller's array at `address`
@@ -147,11 +143,9 @@ impl Store {
     /// released, as `(values, offsets, dims, ranks)`.
     fn gather_ragged<'py>(&self, py: Python<'py>, indices: &[u8]) -> PyResult<RaggedParts<'py>> {
         let ragged = self.get()?.as_ragged().map_err(error::store)?;
-        let indices = buffers::indices(indices)?;
-        let mut batch = self.recycler.take(0, ragged.dtype());
-        py.detach(|| ragged.gather_into(&indices, &mut batch))
-            .map_err(error::store)?;
-        buffers::ragged(py, batch, &self.recycler, 0)
+        buffers::gather_ragged(py, &self.recycler, 0, ragged.dtype(), indices, |i, out| {
+            ragged.gather_into(i, out)
+        })
     }
 
     /// Appends dense records given as bytes of `dtype`; returns the first

@@ -121,6 +121,22 @@ class _Out:
         return self.address, self.nbytes
 
 
+def _gather(native, args, stream, out_cache, indices, out):
+    """Records `indices` of a store or dataset stream (`native`'s gathers,
+    called with `args` first): see `Store.gather`."""
+    kind, dtype, shape = stream
+    raw = _indices(indices)
+    if kind == "dense":
+        if out is None:
+            return _lent(native.gather_dense(*args, raw), dtype)
+        address, nbytes = out_cache.check(out, to_numpy(dtype), (len(raw) // 8, *shape))
+        native.gather_dense_into(*args, raw, address, nbytes)
+        return out
+    if out is not None:
+        raise TypeError("out= is for dense records: a ragged batch's size is known only after it is read")
+    return Ragged._from_parts(dtype, native.gather_ragged(*args, raw))
+
+
 def _lent(array, dtype):
     """A numpy array over a buffer Rust lends (`_zrecord.Array`), of zrecord
     dtype `dtype`; it keeps the buffer alive."""
@@ -189,18 +205,8 @@ class Store:
         `out` (dense only): an array of that shape and the store's dtype,
         C-contiguous and writeable, to gather into instead of a new one —
         a loop that reuses one batch buffer allocates nothing."""
-        raw = _indices(indices)
-        n = self._native
-        if self._kind == "dense":
-            if out is None:
-                return _lent(n.gather_dense(raw), self._dtype)
-            shape = (len(raw) // 8, *self._shape)
-            address, nbytes = self._out.check(out, to_numpy(self._dtype), shape)
-            n.gather_dense_into(raw, address, nbytes)
-            return out
-        if out is not None:
-            raise TypeError("out= is for dense stores: a ragged batch's size is known only after it is read")
-        return Ragged._from_parts(self._dtype, n.gather_ragged(raw))
+        stream = (self._kind, self._dtype, self._shape)
+        return _gather(self._native, (), stream, self._out, indices, out)
 
     def __getitem__(self, index):
         if isinstance(index, slice):
@@ -322,18 +328,7 @@ class Dataset:
         """Records `indices` of `stream`: as `Store.gather`."""
         if stream not in self._streams:
             raise KeyError(f"no stream {stream!r}: the dataset has {', '.join(self._streams)}")
-        kind, dtype, shape = self._streams[stream]
-        raw = _indices(indices)
-        if kind == "dense":
-            count = len(raw) // 8
-            if out is None:
-                return _lent(self._native.gather_dense(stream, raw), dtype)
-            address, nbytes = self._out.check(out, to_numpy(dtype), (count, *shape))
-            self._native.gather_dense_into(stream, raw, address, nbytes)
-            return out
-        if out is not None:
-            raise TypeError("out= is for dense streams")
-        return Ragged._from_parts(dtype, self._native.gather_ragged(stream, raw))
+        return _gather(self._native, (stream,), self._streams[stream], self._out, indices, out)
 
 
 def open(path, read_only=False, *, cache=None, cache_limit=0, pin=False, options=None):  # noqa: A001

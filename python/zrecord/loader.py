@@ -4,6 +4,8 @@ loader's, index for index."""
 import json
 import os
 
+import numpy as np
+
 from . import _zrecord
 from ._store import Dataset, Ragged, _indices, _lent
 from ._store import open as open_
@@ -96,8 +98,6 @@ class Loader:
         return self
 
     def __next__(self):
-        import numpy as np
-
         step, indices, columns = self._native.next_batch()
         batch = {}
         for name, (kind, dtype, parts) in columns:
