@@ -5,12 +5,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
-use zrecord::dataset::MANIFEST_FILE;
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutPayload};
+use zrecord::dataset::{MANIFEST_FILE, Manifest, ManifestStream, ShardContents};
 use zrecord::{AnyStore, Dataset, OpenOptions};
 
 use crate::remote::list_under;
 use crate::stores::store_for_url;
+use crate::transfer::HEADER;
 use crate::{Error, Remote, RemoteOptions, Result, runtime};
 
 /// Opens the sharded dataset (a folder with `dataset.zr`, as `zrecord
@@ -60,18 +61,7 @@ pub fn open_dataset_with_store(
             url: url.into(),
             objects: listing.len(),
         })?;
-    let bytes = {
-        let (store, object) = (Arc::clone(&store), format!("{url}/{MANIFEST_FILE}"));
-        runtime::run(async move {
-            let got = async { store.get(&manifest).await?.bytes().await };
-            got.await.map_err(|source| Error::Fetch {
-                object,
-                range: 0..0,
-                attempts: 1,
-                source: Box::new(source),
-            })
-        })?
-    };
+    let bytes = read_object(&store, &manifest, &format!("{url}/{MANIFEST_FILE}"))?;
     // The listing by folder, once: each store takes its folder's files.
     let mut by_folder: HashMap<String, Vec<(Vec<String>, ObjectMeta)>> = HashMap::new();
     for (mut parts, meta) in listing {
@@ -103,4 +93,132 @@ pub fn open_dataset_with_store(
         (Err(_), Some(remote)) => Err(remote),
         (Err(e), None) => Err(Error::Dataset(e)),
     }
+}
+
+/// [`Dataset::join`] in object storage: checks the shard folders under the
+/// folder `url` (each a store, or a folder of stores, as [`push`](crate::push)
+/// uploads them) by reading their headers, and uploads the dataset's
+/// `dataset.zr`, replacing an older one. How a job whose tasks each pushed
+/// one shard commits them as one dataset: until this returns, the folder
+/// does not open as a dataset.
+///
+/// Shards are the folders under `url` whose names do not start with `.`;
+/// every rule of [`Dataset::join`] holds.
+///
+/// # Errors
+/// The setting errors of [`Remote::open`], before any request;
+/// [`Error::Dataset`] naming the shard that is missing or differs;
+/// [`Error::Incomplete`] for a shard store whose upload did not finish;
+/// [`Error::Upload`] when `dataset.zr` cannot be written; failed requests
+/// as in [`Remote`].
+pub fn join_dataset(url: &str, options: &RemoteOptions) -> Result<Manifest> {
+    let url = url.trim_end_matches('/');
+    let (store, prefix) = store_for_url(url, options)?;
+    let prefix = ObjectPath::from(prefix.trim_matches('/'));
+    // Each shard folder's objects, by their path below it.
+    let mut shards: HashMap<String, Vec<(Vec<String>, ObjectMeta)>> = HashMap::new();
+    for (mut parts, meta) in list_under(&store, &prefix, url)? {
+        if parts.len() < 2 || parts[0].starts_with('.') {
+            continue; // a file beside the shards (an older dataset.zr), or hidden
+        }
+        let folder = parts.remove(0);
+        shards.entry(folder).or_default().push((parts, meta));
+    }
+    let folders: Vec<String> = shards.keys().cloned().collect();
+    let mut failed = None;
+    let joined = Manifest::join(url.as_ref(), folders, |folder| {
+        let objects = shards.remove(folder).unwrap_or_default();
+        shard_contents(&store, &format!("{url}/{folder}"), objects, options).map_err(|e| {
+            let message = e.to_string();
+            failed = Some(e);
+            zrecord::Error::InvalidArgument(message)
+        })
+    });
+    let manifest = match (joined, failed) {
+        (Ok(manifest), _) => manifest,
+        (Err(_), Some(remote)) => return Err(remote),
+        (Err(e), None) => return Err(Error::Dataset(e)),
+    };
+    let bytes = manifest.encode().map_err(Error::Dataset)?;
+    let object = prefix.clone().join(MANIFEST_FILE);
+    let object_url = format!("{url}/{MANIFEST_FILE}");
+    runtime::run(async move {
+        store
+            .put(&object, PutPayload::from(bytes))
+            .await
+            .map(|_| ())
+            .map_err(|source| Error::Upload {
+                object: object_url,
+                source,
+            })
+    })?;
+    Ok(manifest)
+}
+
+/// What the shard folder `url` holds, from its `objects` (paths below it):
+/// the folder's own store, else each subfolder's, opened for its header.
+fn shard_contents(
+    store: &Arc<dyn ObjectStore>,
+    url: &str,
+    mut objects: Vec<(Vec<String>, ObjectMeta)>,
+    options: &RemoteOptions,
+) -> Result<ShardContents> {
+    let open = |store_url: &str, listing| -> Result<(zrecord::Schema, u64)> {
+        let remote = Remote::from_listing(Arc::clone(store), store_url, listing, options.clone())?;
+        let opened = OpenOptions::new()
+            .read_only(true)
+            .open::<AnyStore>(Arc::new(remote))
+            .map_err(Error::Dataset)?;
+        Ok((opened.schema(), opened.len()))
+    };
+    let is = |parts: &[String], name: &str| parts.len() == 1 && parts[0] == name;
+    let classes = match objects.iter().find(|(p, _)| is(p, "classes.txt")) {
+        Some((_, meta)) => {
+            let url = format!("{url}/classes.txt");
+            Some(read_object(store, &meta.location, &url)?)
+        }
+        None => None,
+    };
+    if objects.iter().any(|(p, _)| is(p, HEADER)) {
+        objects.retain(|(p, _)| p.len() == 1);
+        let (schema, len) = open(url, objects)?;
+        return Ok((vec![(ManifestStream::whole_shard(schema), len)], classes));
+    }
+    let mut by_store: HashMap<String, Vec<(Vec<String>, ObjectMeta)>> = HashMap::new();
+    for (mut parts, meta) in objects {
+        if parts.len() == 2 && !parts[0].starts_with('.') {
+            let name = parts.remove(0);
+            by_store.entry(name).or_default().push((parts, meta));
+        }
+    }
+    let mut found = Vec::new();
+    for (name, listing) in by_store {
+        if listing.iter().any(|(p, _)| is(p, HEADER)) {
+            let (schema, len) = open(&format!("{url}/{name}"), listing)?;
+            let stream = ManifestStream {
+                path: name.clone(),
+                name,
+                schema,
+            };
+            found.push((stream, len));
+        }
+    }
+    found.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+    Ok((found, classes))
+}
+
+/// The whole of one small object.
+fn read_object(store: &Arc<dyn ObjectStore>, location: &ObjectPath, url: &str) -> Result<Vec<u8>> {
+    let (store, location, url) = (Arc::clone(store), location.clone(), url.to_string());
+    runtime::run(async move {
+        let got = async { store.get(&location).await?.bytes().await };
+        got.await
+            .map(|b| b.to_vec())
+            .map_err(|source| Error::Fetch {
+                object: url,
+                range: 0..0,
+                attempts: 1,
+                source: Box::new(source),
+            })
+    })
 }

@@ -136,6 +136,16 @@ pub enum Error {
         source: object_store::Error,
     },
 
+    /// Deleting an object failed.
+    #[error("cannot delete {object}")]
+    Delete {
+        /// The object's URL.
+        object: String,
+        /// What the object store said.
+        #[source]
+        source: object_store::Error,
+    },
+
     /// The folder holds a store's files but not its header `store.zr`,
     /// which a push uploads last: the upload did not finish.
     #[error(

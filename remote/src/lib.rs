@@ -59,12 +59,12 @@ mod stats;
 mod stores;
 mod transfer;
 
-pub use dataset::{open_dataset, open_dataset_with_store};
+pub use dataset::{join_dataset, open_dataset, open_dataset_with_store};
 pub use error::{Error, Result};
 pub use options::RemoteOptions;
 pub use remote::Remote;
 pub use stats::CacheStats;
-pub use transfer::{TransferReport, list, pull, push};
+pub use transfer::{TransferReport, list, pull, push, remove};
 
 // The README's examples run as doc tests.
 #[doc = include_str!("../README.md")]

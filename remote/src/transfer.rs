@@ -6,7 +6,7 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
 
@@ -462,7 +462,6 @@ fn first_object(
     })
 }
 
-/// Every object under `prefix`: its path below the prefix, path, size.
 /// Every object under the folder `url`: its `/`-separated path below the
 /// folder and its size, in no particular order. One listing, nothing read:
 /// how a caller tells a store (`store.zr` at the top) from a dataset
@@ -479,6 +478,49 @@ pub fn list(url: &str, options: &RemoteOptions) -> Result<Vec<(String, u64)>> {
         .into_iter()
         .map(|(relative, _, len)| (relative, len))
         .collect())
+}
+
+/// Deletes every object under the folder `url` (a failed job's shard, a
+/// store to replace) and returns how many there were. A bucket's top is
+/// refused: name the folder to delete.
+///
+/// # Errors
+/// The setting errors of [`Remote::open`](crate::Remote::open), before any
+/// request; [`Error::Transfer`] for a URL naming no folder;
+/// [`Error::NoBucket`], [`Error::List`]; [`Error::Delete`].
+pub fn remove(url: &str, options: &RemoteOptions) -> Result<usize> {
+    let url = url.trim_end_matches('/');
+    let (store, prefix) = store_for_url(url, options)?;
+    let prefix = ObjectPath::from(prefix.trim_matches('/'));
+    if prefix.as_ref().is_empty() {
+        return Err(transfer(
+            url,
+            "it names a whole bucket; name the folder to delete".into(),
+        ));
+    }
+    let objects: Vec<ObjectPath> = list_all(&store, &prefix, url)?
+        .into_iter()
+        .map(|(_, object, _)| object)
+        .collect();
+    let count = objects.len();
+    let url = url.to_string();
+    runtime::run(async move {
+        futures::stream::iter(objects)
+            .map(|object| {
+                let store = Arc::clone(&store);
+                let url = &url;
+                async move {
+                    store.delete(&object).await.map_err(|source| Error::Delete {
+                        object: format!("{url}/{object}"),
+                        source,
+                    })
+                }
+            })
+            .buffer_unordered(PARTS_IN_FLIGHT)
+            .try_collect::<Vec<()>>()
+            .await
+    })?;
+    Ok(count)
 }
 
 fn list_all(

@@ -149,3 +149,69 @@ fn a_dataset_reads_its_shards_from_local_folders_and_object_storage_mixed() {
     let values = labels.gather_dyn(&[4, 0, 3, 2]).unwrap();
     assert_eq!(values.as_slice::<i64>(), Some(&[4, 0, 3, 2][..]));
 }
+
+#[test]
+fn shards_pushed_one_by_one_join_into_a_dataset_in_object_storage() {
+    let (endpoint, _watchdog) = server_or_skip!();
+    let dir = tempfile::tempdir().unwrap();
+    let bucket = support::bucket(endpoint, "join");
+    let url = format!("s3://{bucket}/joined");
+    let options = support::s3_options(endpoint);
+    // Three tasks' shards, each pushed on its own (one a single store);
+    // the shards of a failed attempt, removed before the join.
+    let shard = |name: &str, labels: &[i64], tokens: Option<&[Vec<u32>]>| {
+        let folder = dir.path().join(name);
+        std::fs::create_dir(&folder).unwrap();
+        let label = DenseStore::<i64>::create(folder.join("label"), &[], Codec::Raw).unwrap();
+        label.append(labels).unwrap();
+        if let Some(tokens) = tokens {
+            let store = RaggedStore::<u32>::create(folder.join("tokens"), Codec::Zstd).unwrap();
+            store.append_slices(tokens).unwrap();
+        }
+        std::fs::write(folder.join("classes.txt"), "cat\ndog\n").unwrap();
+        drop(label);
+        push(
+            &folder,
+            &format!("{url}/{name}"),
+            &options,
+            false,
+            |_, _| {},
+        )
+        .unwrap();
+    };
+    let docs = |n: u32| -> Vec<Vec<u32>> { (0..n).map(|i| vec![i; i as usize]).collect() };
+    shard("part-0", &[0, 1, 2], Some(&docs(3)));
+    shard("part-1", &[3, 4], Some(&docs(2)));
+    shard("part-1-failed", &[9], None);
+    let not_yet = zrecord_remote::open_dataset(&url, options.clone()).unwrap_err();
+    assert!(matches!(not_yet, Error::Incomplete { .. }), "{not_yet}");
+
+    // A shard whose streams differ is named by the join, and nothing is written.
+    let refused = zrecord_remote::join_dataset(&url, &options).unwrap_err();
+    assert!(refused.to_string().contains("part-1-failed"), "{refused}");
+    let failed = format!("{url}/part-1-failed");
+    let objects = zrecord_remote::list(&failed, &options).unwrap().len();
+    assert_eq!(zrecord_remote::remove(&failed, &options).unwrap(), objects);
+    assert!(zrecord_remote::list(&failed, &options).unwrap().is_empty());
+
+    let manifest = zrecord_remote::join_dataset(&url, &options).unwrap();
+    let folders: Vec<&str> = manifest.shards.iter().map(|s| s.folder.as_str()).collect();
+    assert_eq!(folders, ["part-0", "part-1"]);
+    let dataset = zrecord_remote::open_dataset(&url, options.clone()).unwrap();
+    assert_eq!(dataset.len(), 5);
+    let labels = dataset.stream("label").unwrap().as_dense().unwrap();
+    let values = labels.gather_dyn(&[4, 0, 3]).unwrap();
+    assert_eq!(values.as_slice::<i64>(), Some(&[4, 0, 3][..]));
+    let tokens = dataset.stream("tokens").unwrap().as_ragged().unwrap();
+    assert_eq!(tokens.gather_dyn(&[4]).unwrap().len(), 1);
+
+    // The same shards joined locally give the same manifest.
+    std::fs::remove_dir_all(dir.path().join("part-1-failed")).unwrap();
+    assert_eq!(zrecord::Dataset::join(dir.path()).unwrap(), manifest);
+
+    let whole_bucket = zrecord_remote::remove(&format!("s3://{bucket}"), &options).unwrap_err();
+    assert!(
+        matches!(whole_bucket, Error::Transfer { .. }),
+        "{whole_bucket}"
+    );
+}

@@ -13,6 +13,8 @@ pub const MANIFEST_VERSION: u32 = 1;
 const MAGIC: &str = "zrecord-dataset";
 /// A stream's path when the shard folder is itself its store.
 const SHARD_ITSELF: &str = ".";
+/// The stream name of shards that are single stores.
+const WHOLE_SHARD_STREAM: &str = "records";
 
 /// One stream of a dataset: its name, where its store lies in each shard
 /// folder (`"."` for the shard folder itself) and what its records are.
@@ -27,6 +29,16 @@ pub struct ManifestStream {
 }
 
 impl ManifestStream {
+    /// The one stream of a shard folder that is itself a store: named
+    /// `records`, its path `"."`.
+    pub fn whole_shard(schema: Schema) -> Self {
+        ManifestStream {
+            name: WHOLE_SHARD_STREAM.into(),
+            path: SHARD_ITSELF.into(),
+            schema,
+        }
+    }
+
     /// Where this stream's store of shard `folder` lies, relative to the
     /// dataset folder (`/`-separated).
     pub fn store_path(&self, folder: &str) -> String {
@@ -47,6 +59,10 @@ pub struct ManifestShard {
     pub records: u64,
 }
 
+/// What one shard folder holds, as [`Manifest::join`] checks it: its
+/// streams with their record counts, and its `classes.txt`.
+pub type ShardContents = (Vec<(ManifestStream, u64)>, Option<Vec<u8>>);
+
 /// What `dataset.zr` says: the streams every shard holds and the shards in
 /// index order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,6 +82,82 @@ impl Manifest {
     /// Whether the shards hold no records.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Checks the shard folders `folders` of the dataset at `location` and
+    /// returns their manifest, shards in name order: `contents` gives one
+    /// folder's streams with their record counts (in name order) and its
+    /// `classes.txt`, if any. Every shard must hold the same streams, each
+    /// the same number of records, and the same `classes.txt`; with folders
+    /// named by [`shard_folder`](super::shard_folder), all `N` of `N` must
+    /// be there. How [`Dataset::join`](super::Dataset::join) and a join in
+    /// other storage check what they found.
+    ///
+    /// # Errors
+    /// [`Error::Dataset`] naming the shard that is missing or differs;
+    /// `contents`' errors.
+    pub fn join(
+        location: &Path,
+        mut folders: Vec<String>,
+        mut contents: impl FnMut(&str) -> Result<ShardContents>,
+    ) -> Result<Manifest> {
+        let bad = |reason: String| Error::Dataset {
+            path: location.into(),
+            reason,
+        };
+        folders.sort();
+        if folders.is_empty() {
+            return Err(bad("it holds no shard folders".into()));
+        }
+        check_numbered(&folders).map_err(bad)?;
+
+        let mut streams: Option<Vec<ManifestStream>> = None;
+        let mut classes: Option<(&str, Option<Vec<u8>>)> = None;
+        let mut shards = Vec::with_capacity(folders.len());
+        for folder in &folders {
+            let (found, these) = contents(folder)?;
+            if found.is_empty() {
+                return Err(bad(format!("shard {folder} holds no store")));
+            }
+            let records = found[0].1;
+            if let Some((stream, len)) = found.iter().find(|(_, len)| *len != records) {
+                return Err(bad(format!(
+                    "in shard {folder}, stream {} holds {len} records and another {records}",
+                    stream.name
+                )));
+            }
+            let found: Vec<ManifestStream> = found.into_iter().map(|(s, _)| s).collect();
+            match &streams {
+                None => streams = Some(found),
+                Some(first) if *first != found => {
+                    return Err(bad(format!(
+                        "shard {folder} holds {}, but shard {} holds {}",
+                        describe(&found),
+                        folders[0],
+                        describe(first)
+                    )));
+                }
+                Some(_) => {}
+            }
+            match &classes {
+                None => classes = Some((folder, these)),
+                Some((first, theirs)) if *theirs != these => {
+                    return Err(bad(format!(
+                        "shard {folder}'s classes.txt differs from shard {first}'s: \
+                         its labels would mean other classes"
+                    )));
+                }
+                Some(_) => {}
+            }
+            shards.push(ManifestShard {
+                folder: folder.clone(),
+                records,
+            });
+        }
+        Ok(Manifest {
+            streams: streams.unwrap_or_default(),
+            shards,
+        })
     }
 
     /// The manifest as the bytes of `dataset.zr`.
@@ -199,6 +291,40 @@ fn check_name(name: &str) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// With folders named `shard-K-of-N`, every `K` of one `N` must be there.
+fn check_numbered(folders: &[String]) -> std::result::Result<(), String> {
+    let numbered: Vec<(u64, u64)> = folders
+        .iter()
+        .filter_map(|f| {
+            let (k, n) = f.strip_prefix("shard-")?.split_once("-of-")?;
+            Some((k.parse().ok()?, n.parse().ok()?))
+        })
+        .collect();
+    let Some(&(_, n)) = numbered.first() else {
+        return Ok(());
+    };
+    if let Some((_, other)) = numbered.iter().find(|(_, m)| *m != n) {
+        return Err(format!("it holds shards of {n} and of {other}"));
+    }
+    for k in 0..n {
+        if !numbered.contains(&(k, n)) {
+            return Err(format!(
+                "shard {} is missing (its import has not finished, or failed)",
+                super::shard_folder(k, n)
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn describe(streams: &[ManifestStream]) -> String {
+    let names: Vec<String> = streams
+        .iter()
+        .map(|s| format!("{} ({:?})", s.name, s.schema))
+        .collect();
+    names.join(", ")
 }
 
 #[cfg(test)]

@@ -48,7 +48,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use manifest::{MANIFEST_FILE, MANIFEST_VERSION, Manifest, ManifestShard, ManifestStream};
+pub use manifest::{
+    MANIFEST_FILE, MANIFEST_VERSION, Manifest, ManifestShard, ManifestStream, ShardContents,
+};
 pub use shards::{DenseShards, RaggedShards, ShardStore, Shards};
 pub use stream::Stream;
 
@@ -56,8 +58,6 @@ use crate::{AnyStore, Error, Result};
 
 /// The header file that makes a folder a store.
 const STORE_HEADER: &str = "store.zr";
-/// The stream name of shards that are single stores.
-const RECORDS: &str = "records";
 
 /// The folder name of shard `k` of `n` (`shard-00003-of-00016`): what
 /// `zrecord import … --shard K/N` writes. Any folder names work for
@@ -105,67 +105,11 @@ impl Dataset {
                 folders.push(name.to_string());
             }
         }
-        folders.sort();
-        if folders.is_empty() {
-            return Err(bad("it holds no shard folders".into()));
-        }
-        check_numbered(&folders).map_err(bad)?;
-
-        let mut streams: Option<Vec<ManifestStream>> = None;
-        let mut classes: Option<(String, Option<Vec<u8>>)> = None;
-        let mut shards = Vec::with_capacity(folders.len());
-        for folder in &folders {
+        let manifest = Manifest::join(dir, folders, |folder| {
             let shard_dir = dir.join(folder);
-            let found = shard_streams(&shard_dir)?;
-            if found.is_empty() {
-                return Err(bad(format!("shard {folder} holds no store")));
-            }
-            let mut records = None;
-            for (stream, len) in &found {
-                match records {
-                    None => records = Some(*len),
-                    Some(r) if r != *len => {
-                        return Err(bad(format!(
-                            "in shard {folder}, stream {} holds {len} records and another {r}",
-                            stream.name
-                        )));
-                    }
-                    Some(_) => {}
-                }
-            }
-            let found: Vec<ManifestStream> = found.into_iter().map(|(s, _)| s).collect();
-            match &streams {
-                None => streams = Some(found),
-                Some(first) if *first != found => {
-                    return Err(bad(format!(
-                        "shard {folder} holds {}, but shard {} holds {}",
-                        describe(&found),
-                        folders[0],
-                        describe(first)
-                    )));
-                }
-                Some(_) => {}
-            }
-            let these = fs::read(shard_dir.join("classes.txt")).ok();
-            match &classes {
-                None => classes = Some((folder.clone(), these)),
-                Some((first, theirs)) if *theirs != these => {
-                    return Err(bad(format!(
-                        "shard {folder}'s classes.txt differs from shard {first}'s: \
-                         its labels would mean other classes"
-                    )));
-                }
-                Some(_) => {}
-            }
-            shards.push(ManifestShard {
-                folder: folder.clone(),
-                records: records.unwrap_or(0),
-            });
-        }
-        let manifest = Manifest {
-            streams: streams.unwrap_or_default(),
-            shards,
-        };
+            let classes = fs::read(shard_dir.join("classes.txt")).ok();
+            Ok((shard_streams(&shard_dir)?, classes))
+        })?;
         write_atomically(&dir.join(MANIFEST_FILE), &manifest.encode()?)?;
         Ok(manifest)
     }
@@ -297,23 +241,16 @@ impl Dataset {
 /// The streams of the shard folder `dir` with their record counts: the
 /// folder itself if it is a store, else its subfolders that are stores.
 fn shard_streams(dir: &Path) -> Result<Vec<(ManifestStream, u64)>> {
-    let stream = |name: &str, path: &str, store: AnyStore| {
-        (
-            ManifestStream {
-                name: name.into(),
-                path: path.into(),
-                schema: store.schema(),
-            },
-            store.len(),
-        )
+    let open = |path: &Path| {
+        crate::OpenOptions::new()
+            .read_only(true)
+            .open::<AnyStore>(path)
     };
     if dir.join(STORE_HEADER).is_file() {
-        return Ok(vec![stream(
-            RECORDS,
-            ".",
-            crate::OpenOptions::new()
-                .read_only(true)
-                .open::<AnyStore>(dir)?,
+        let store = open(dir)?;
+        return Ok(vec![(
+            ManifestStream::whole_shard(store.schema()),
+            store.len(),
         )]);
     }
     let mut found = Vec::new();
@@ -324,51 +261,17 @@ fn shard_streams(dir: &Path) -> Result<Vec<(ManifestStream, u64)>> {
             && !name.starts_with('.')
             && path.join(STORE_HEADER).is_file()
         {
-            found.push(stream(
-                name,
-                name,
-                crate::OpenOptions::new()
-                    .read_only(true)
-                    .open::<AnyStore>(&path)?,
-            ));
+            let store = open(&path)?;
+            let stream = ManifestStream {
+                name: name.into(),
+                path: name.into(),
+                schema: store.schema(),
+            };
+            found.push((stream, store.len()));
         }
     }
     found.sort_by(|a, b| a.0.name.cmp(&b.0.name));
     Ok(found)
-}
-
-/// With folders named `shard-K-of-N`, every `K` of one `N` must be there.
-fn check_numbered(folders: &[String]) -> std::result::Result<(), String> {
-    let numbered: Vec<(u64, u64)> = folders
-        .iter()
-        .filter_map(|f| {
-            let (k, n) = f.strip_prefix("shard-")?.split_once("-of-")?;
-            Some((k.parse().ok()?, n.parse().ok()?))
-        })
-        .collect();
-    let Some(&(_, n)) = numbered.first() else {
-        return Ok(());
-    };
-    if let Some((_, other)) = numbered.iter().find(|(_, m)| *m != n) {
-        return Err(format!("it holds shards of {n} and of {other}"));
-    }
-    for k in 0..n {
-        if !numbered.contains(&(k, n)) {
-            return Err(format!(
-                "shard {} is missing (its import has not finished, or failed)",
-                shard_folder(k, n)
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn describe(streams: &[ManifestStream]) -> String {
-    let names: Vec<String> = streams
-        .iter()
-        .map(|s| format!("{} ({:?})", s.name, s.schema))
-        .collect();
-    names.join(", ")
 }
 
 /// Writes `bytes` to `path` through a temporary file renamed into place.
