@@ -31,6 +31,11 @@ pub fn loader(error: zrecord_loader::Error) -> PyErr {
     ZrecordError::new_err(chain(&error))
 }
 
+/// An object-storage error as a `ZrecordError`, with its causes.
+pub fn remote(error: zrecord_remote::Error) -> PyErr {
+    ZrecordError::new_err(chain(&error))
+}
+
 /// `error: its cause: its cause's cause …`
 fn chain(error: &dyn std::error::Error) -> String {
     let mut message = error.to_string();

@@ -21,6 +21,10 @@ fn _zrecord(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<buffers::Array>()?;
     m.add_function(wrap_pyfunction!(dataset::join, m)?)?;
     m.add_function(wrap_pyfunction!(remote::open_url, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::push, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::list_url, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::remove_url, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::join_url, m)?)?;
     m.add("ZrecordError", m.py().get_type::<error::ZrecordError>())?;
     m.add("FORMAT_VERSION", zrecord::FORMAT_VERSION)?;
     Ok(())

@@ -11,7 +11,7 @@ use zrecord::{AnyStore, OpenOptions};
 use zrecord_remote::{Remote, RemoteOptions};
 
 use crate::dataset::Dataset;
-use crate::error::ZrecordError;
+use crate::error::{self, ZrecordError};
 use crate::store::Store;
 
 /// Opens the store or dataset at `url`, read-only: a `Dataset` where
@@ -30,12 +30,9 @@ pub fn open_url(
     options: Option<BTreeMap<String, String>>,
 ) -> PyResult<Py<PyAny>> {
     let url = url.trim_end_matches('/');
-    let mut settings = RemoteOptions::new().pin(pin);
+    let mut settings = settings(options).pin(pin);
     if let Some(cache) = cache {
         settings = settings.cache(cache, cache_limit);
-    }
-    for (key, value) in options.unwrap_or_default() {
-        settings = settings.store_option(key, value);
     }
     let failed = |e: zrecord_remote::Error| ZrecordError::new_err(format!("{url}: {e}"));
     let listing = py
@@ -68,4 +65,62 @@ pub fn open_url(
             ", or an unfinished push"
         }
     )))
+}
+
+/// The object store's settings (`aws_endpoint`, `region`, …) beside those
+/// the environment gives.
+type Settings = Option<BTreeMap<String, String>>;
+
+fn settings(options: Settings) -> RemoteOptions {
+    let mut settings = RemoteOptions::new();
+    for (key, value) in options.unwrap_or_default() {
+        settings = settings.store_option(key, value);
+    }
+    settings
+}
+
+/// Uploads the store, folder of stores or dataset at `local` into the
+/// empty folder `url`, headers last; returns the bytes uploaded.
+#[pyfunction]
+#[pyo3(signature = (local, url, options = None))]
+pub fn push(py: Python<'_>, local: PathBuf, url: &str, options: Settings) -> PyResult<u64> {
+    let settings = settings(options);
+    let report = py
+        .detach(|| zrecord_remote::push(&local, url, &settings, false, |_, _| {}))
+        .map_err(error::remote)?;
+    Ok(report.bytes)
+}
+
+/// Every object under the folder `url`: its path below the folder, size.
+#[pyfunction]
+#[pyo3(signature = (url, options = None))]
+pub fn list_url(py: Python<'_>, url: &str, options: Settings) -> PyResult<Vec<(String, u64)>> {
+    let settings = settings(options);
+    py.detach(|| zrecord_remote::list(url, &settings))
+        .map_err(error::remote)
+}
+
+/// Deletes every object under the folder `url`; returns how many.
+#[pyfunction]
+#[pyo3(signature = (url, options = None))]
+pub fn remove_url(py: Python<'_>, url: &str, options: Settings) -> PyResult<usize> {
+    let settings = settings(options);
+    py.detach(|| zrecord_remote::remove(url, &settings))
+        .map_err(error::remote)
+}
+
+/// Joins the shard folders under `url` and uploads `dataset.zr`; returns
+/// `[(folder, records)]`.
+#[pyfunction]
+#[pyo3(signature = (url, options = None))]
+pub fn join_url(py: Python<'_>, url: &str, options: Settings) -> PyResult<Vec<(String, u64)>> {
+    let settings = settings(options);
+    let manifest = py
+        .detach(|| zrecord_remote::join_dataset(url, &settings))
+        .map_err(error::remote)?;
+    Ok(manifest
+        .shards
+        .into_iter()
+        .map(|s| (s.folder, s.records))
+        .collect())
 }

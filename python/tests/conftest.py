@@ -3,6 +3,8 @@ instead under CI's `ZRECORD_NO_SKIP=1`."""
 
 import os
 import pathlib
+import urllib.request
+import uuid
 
 import pytest
 
@@ -39,3 +41,33 @@ def watchdog():
     faulthandler.dump_traceback_later(600, exit=True)
     yield
     faulthandler.cancel_dump_traceback_later()
+
+
+@pytest.fixture
+def server():
+    """A new bucket on the S3-compatible server `ZRECORD_S3_ENDPOINT` names:
+    `(endpoint, bucket, options)`."""
+    endpoint = os.environ.get("ZRECORD_S3_ENDPOINT")
+    need(endpoint, "no S3-compatible server: set ZRECORD_S3_ENDPOINT (CI starts moto)")
+    endpoint = endpoint.rstrip("/")
+    bucket = f"py-{uuid.uuid4().hex[:12]}"
+    put(f"{endpoint}/{bucket}", b"")
+    options = {
+        "aws_endpoint": endpoint,
+        "aws_allow_http": "true",
+        "aws_access_key_id": "test",
+        "aws_secret_access_key": "test",
+        "aws_region": "us-east-1",
+    }
+    return endpoint, bucket, options
+
+
+# Straight to the server on loopback, never through a proxy the environment names.
+DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def put(url, data):
+    headers = {"Content-Type": "application/octet-stream"}
+    request = urllib.request.Request(url, data=data, method="PUT", headers=headers)
+    with DIRECT.open(request, timeout=30) as response:
+        assert response.status in (200, 201, 204), response.status

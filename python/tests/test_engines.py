@@ -26,15 +26,15 @@ def source():
     return pq.read_table(PARQUET / "digits.parquet"), pq.read_table(PARQUET / "kjv_genesis.parquet")
 
 
-def check_digits(path, table):
-    d = zrecord.open(path)
+def check_digits(path, table, options=None):
+    d = zrecord.open(path, options=options)
     assert len(d) == table.num_rows == 1797
     everything = np.arange(len(d))
     images = np.array(table.column("image").to_pylist(), dtype=np.uint8)
     np.testing.assert_array_equal(d.gather("image", everything), images)
     np.testing.assert_array_equal(d.gather("label", everything), table.column("label").to_numpy())
     # the Rust loader reads it as it is
-    loader = zrecord.Loader(path, 64, seed=1, rank=0, world_size=1)
+    loader = zrecord.Loader(d, 64, seed=1, rank=0, world_size=1)
     batch = next(loader)
     np.testing.assert_array_equal(batch["image"], images[batch.indices])
 
@@ -84,6 +84,30 @@ def test_ray_a_task_that_raises_leaves_no_dataset_and_the_retry_succeeds(ray, tm
     check_digits(path, source()[0])
 
 
+def test_ray_writes_straight_to_object_storage_and_a_failed_job_leaves_no_dataset(ray, server):
+    import zrecord.ray
+
+    _, bucket, options = server
+    url = f"s3://{bucket}/digits"
+    ds = ray.data.read_parquet(str(PARQUET / "digits.parquet")).repartition(4)
+
+    class Failing(zrecord.ray.Datasink):
+        def write(self, blocks, ctx):
+            if ctx.task_idx == 1:
+                raise RuntimeError("the task dies before its push")
+            return super().write(blocks, ctx)
+
+    with pytest.raises(Exception, match="the task dies before its push"):
+        ds.write_datasink(Failing(url, options=options))
+    names = {name for name, _ in zrecord._zrecord.list_url(url, options)}
+    assert "dataset.zr" not in names
+
+    sink = zrecord.ray.Datasink(url, options=options)
+    ds.write_datasink(sink)
+    assert len(sink.shards) == 4
+    check_digits(url, source()[0], options)
+
+
 def test_daft_writes_a_dataset_equal_to_the_source_rows(tmp_path):
     daft = module("daft")
     import zrecord.daft
@@ -131,3 +155,17 @@ def test_daft_a_task_that_raises_leaves_no_dataset_and_the_retry_succeeds(tmp_pa
         zrecord.open(path)
     df.write_sink(zrecord.daft.DataSink(path))
     assert len(zrecord.open(path)) == 1797
+
+
+def test_daft_writes_straight_to_object_storage(server):
+    daft = module("daft")
+    import zrecord.daft
+
+    _, bucket, options = server
+    url = f"s3://{bucket}/genesis"
+    df = daft.read_parquet(str(PARQUET / "kjv_genesis.parquet"))
+    result = df.write_sink(zrecord.daft.DataSink(url, columns=["text"], options=options)).to_pydict()
+    assert sum(result["records"]) == 1533
+    d = zrecord.open(url, options=options)
+    texts = [bytes(t).decode() for t in d.gather("text", np.arange(len(d)))]
+    assert sorted(texts) == sorted(source()[1].column("text").to_pylist())

@@ -1,44 +1,15 @@
-"""Stores and datasets in object storage, from Python: pushed to an
+"""Stores and datasets in object storage, from Python: written to an
 S3-compatible server on loopback (the one `ZRECORD_S3_ENDPOINT` names; CI
 starts moto), opened through a node cache, gathered and loaded."""
 
 import os
-import urllib.request
 import uuid
 
 import numpy as np
 import pytest
 
 import zrecord
-from conftest import need, module
-
-
-@pytest.fixture
-def server():
-    endpoint = os.environ.get("ZRECORD_S3_ENDPOINT")
-    need(endpoint, "no S3-compatible server: set ZRECORD_S3_ENDPOINT (CI starts moto)")
-    endpoint = endpoint.rstrip("/")
-    bucket = f"py-{uuid.uuid4().hex[:12]}"
-    put(f"{endpoint}/{bucket}", b"")
-    options = {
-        "aws_endpoint": endpoint,
-        "aws_allow_http": "true",
-        "aws_access_key_id": "test",
-        "aws_secret_access_key": "test",
-        "aws_region": "us-east-1",
-    }
-    return endpoint, bucket, options
-
-
-# Straight to the server on loopback, never through a proxy the environment names.
-DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def put(url, data):
-    headers = {"Content-Type": "application/octet-stream"}
-    request = urllib.request.Request(url, data=data, method="PUT", headers=headers)
-    with DIRECT.open(request, timeout=30) as response:
-        assert response.status in (200, 201, 204), response.status
+from conftest import module, put
 
 
 def upload(folder, endpoint, bucket, prefix):
@@ -91,3 +62,65 @@ def test_what_is_not_there_says_so(server):
         zrecord.open(f"s3://{bucket}/missing", options=options)
     with pytest.raises(zrecord.ZrecordError, match="bucket|Bucket"):
         zrecord.open(f"s3://no-such-bucket-{uuid.uuid4().hex[:8]}/x", options=options)
+
+
+def digits_table(n=50):
+    import pyarrow as pa
+
+    images = np.arange(n * 12, dtype=np.uint8).reshape(n, 3, 4)
+    table = pa.table({
+        "image": pa.FixedSizeListArray.from_arrays(
+            pa.FixedSizeListArray.from_arrays(pa.array(images.reshape(-1)), 4), 3),
+        "label": pa.array(np.arange(n) % 10),
+    })  # fmt: skip
+    return images, table
+
+
+def test_a_table_written_straight_to_object_storage_opens_there(tmp_path, server):
+    module("pyarrow")
+    from zrecord.arrow import PART, ShardWriter, write_table
+
+    _, bucket, options = server
+    images, table = digits_table()
+    url = f"s3://{bucket}/written"
+    shards = write_table(table, url, rows_per_shard=20, options=options)
+    assert shards == [(f"{PART}{k:05d}", n) for k, n in enumerate([20, 20, 10])]
+    dataset = zrecord.open(url, options=options)
+    np.testing.assert_array_equal(dataset.gather("image", np.arange(50)), images)
+    np.testing.assert_array_equal(dataset.gather("label", [13, 47]), [3, 7])
+
+    # a dataset is never overwritten
+    with pytest.raises(FileExistsError, match="dataset.zr"):
+        write_table(table, url, options=options)
+    assert len(zrecord.open(url, options=options)) == 50
+
+    # a writer that fails after its push began leaves no objects
+    writer = ShardWriter(f"s3://{bucket}/aborted", None, None, "zstd", options)
+    writer.write(table)
+    writer._pushing = True
+    writer.abort()
+    assert zrecord._zrecord.list_url(f"s3://{bucket}/aborted", options) == []
+
+
+def test_a_failed_write_to_object_storage_leaves_no_dataset_and_the_next_succeeds(tmp_path, server):
+    module("pyarrow")
+    from zrecord import arrow
+
+    _, bucket, options = server
+    images, table = digits_table()
+    url = f"s3://{bucket}/retried"
+    arrow.prepare(url, options)
+    done = arrow.ShardWriter(url, "part-00000", None, "zstd", options)
+    done.write(table.slice(0, 30))
+    assert done.close() == ("part-00000", 30)
+    left = arrow.ShardWriter(url, "part-00001", None, "zstd", options)
+    left.write(table.slice(30))
+    left.close()  # a task whose attempt the engine gave up on
+    with pytest.raises(zrecord.ZrecordError, match="dataset.zr|unfinished"):
+        zrecord.open(url, options=options)
+
+    arrow.prepare(url, options)  # the next job clears what the failed one left
+    assert zrecord._zrecord.list_url(url, options) == []
+    shards = arrow.write_table(table, url, rows_per_shard=25, options=options)
+    assert [n for _, n in shards] == [25, 25]
+    np.testing.assert_array_equal(zrecord.open(url, options=options).gather("image", [49]), images[[49]])

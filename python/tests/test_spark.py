@@ -80,3 +80,16 @@ def test_spark_a_failed_task_leaves_no_dataset_and_the_next_job_succeeds(spark, 
     df.write.format("zrecord").mode("append").save(str(path))
     d = zrecord.open(path)
     assert sorted(d.gather("id", np.arange(2000)).tolist()) == list(range(2000))
+
+
+def test_spark_writes_straight_to_object_storage(spark, server):
+    _, bucket, options = server
+    url = f"s3://{bucket}/ids"
+    df = spark.range(0, 1000, numPartitions=4)
+    writer = df.write.format("zrecord").mode("append")
+    for key, value in options.items():
+        writer = writer.option(f"storage.{key}", value)
+    writer.save(url)
+    d = zrecord.open(url, options=options)
+    assert len(d) == 1000 and len(d.shards) == 4
+    assert sorted(d.gather("id", np.arange(1000)).tolist()) == list(range(1000))

@@ -9,8 +9,8 @@ Data and Daft whose datasets the Rust loader reads unchanged.
 array([3, 1])
 """
 
-from ._store import Dataset, Ragged, Store, create, open  # noqa: A004
-from ._zrecord import FORMAT_VERSION, ZrecordError, join
+from ._store import Dataset, Ragged, Store, create, join, open, push  # noqa: A004
+from ._zrecord import FORMAT_VERSION, ZrecordError
 from .loader import Batch, Loader
 
 __all__ = [
@@ -24,4 +24,5 @@ __all__ = [
     "create",
     "join",
     "open",
+    "push",
 ]

@@ -8,6 +8,11 @@ from . import _zrecord
 from ._dtypes import NAMES, from_numpy, little_endian, to_numpy
 
 
+def is_url(path):
+    """Whether `path` names object storage (`s3://…`) rather than a folder."""
+    return isinstance(path, str) and "://" in path
+
+
 def _indices(indices):
     """Indices as the uint64 bytes the native calls take; negative indices
     are refused rather than wrapped."""
@@ -341,7 +346,7 @@ def open(path, read_only=False, *, cache=None, cache_limit=0, pin=False, options
     shared by the node's processes; `pin` keeps it from eviction).
     `options` are object-store settings beside the environment's
     (`{"aws_region": "eu-west-1"}`)."""
-    if isinstance(path, str) and "://" in path:
+    if is_url(path):
         native = _zrecord.open_url(
             path, None if cache is None else os.fspath(cache), cache_limit, pin, options
         )
@@ -368,3 +373,19 @@ def create(path, dtype, shape=None, *, ragged=False, codec="zstd", zstd_level=No
         zstd_level,
     )
     return Store(native)
+
+
+def join(path, options=None):
+    """Checks the shard folders of the dataset folder or object-storage URL
+    `path` and writes its `dataset.zr` (for a URL: uploads it, `options` as
+    in `open`); returns `[(shard folder, records)]`."""
+    if is_url(path):
+        return _zrecord.join_url(path, options)
+    return _zrecord.join(os.fspath(path))
+
+
+def push(local, url, options=None):
+    """Uploads the store, folder of stores or dataset at `local` into the
+    empty object-storage folder `url`, each header last (so an interrupted
+    push never opens); returns the bytes uploaded."""
+    return _zrecord.push(os.fspath(local), url, options)

@@ -23,10 +23,18 @@ A job writes each task's rows with a ``ShardWriter`` into a hidden
 finishes; ``commit`` then removes what failed attempts left and writes
 ``dataset.zr`` (``zrecord.join``). A failed job never writes
 ``dataset.zr``, so nothing half-written ever opens as a dataset.
+
+The dataset may be an object-storage URL (``s3://bucket/train``): each
+task then writes its shard in a local staging folder and pushes it to
+``URL/part-…`` when it finishes (headers last), and ``commit`` joins the
+shards in place and uploads ``dataset.zr`` last of all. ``options`` are the
+object store's settings (``{"aws_endpoint": …}``) beside the environment's
+``AWS_*`` variables, which every worker must see.
 """
 
 import os
 import shutil
+import tempfile
 import time
 import uuid
 
@@ -34,7 +42,7 @@ import numpy as np
 
 from . import _zrecord
 from ._dtypes import from_numpy
-from ._store import Ragged, Store
+from ._store import Ragged, Store, is_url, join
 
 PENDING = ".pending-"
 PART = "part-"
@@ -168,19 +176,28 @@ def _streams(schema, columns):
 
 class ShardWriter:
     """Writes Arrow tables or record batches into one new shard of the
-    dataset folder `path`: one store per mapped column, created from the
-    first batch's types. `close()` makes the shard folder appear whole;
-    `abort()` removes it."""
+    dataset folder or URL `path`: one store per mapped column, created from
+    the first batch's types. `close()` makes the shard appear whole;
+    `abort()` removes it. For a URL the shard is built under `staging` (a
+    local folder; the system's temporary folder by default) and pushed by
+    `close()`."""
 
-    def __init__(self, path, name=None, columns=None, codec="zstd"):
-        self.path = os.fspath(path)
+    def __init__(self, path, name=None, columns=None, codec="zstd", options=None, staging=None):
+        self.path = path if is_url(path) else os.fspath(path)
         # Unnamed shards sort by when their writer started: a job that
         # writes its parts one after another keeps its rows' order.
         self.name = name or f"{PART}{time.time_ns():020d}-{uuid.uuid4().hex[:12]}"
-        self._pending = os.path.join(self.path, PENDING + self.name)
+        self._options = options
+        if is_url(self.path):
+            self._staging = tempfile.mkdtemp(prefix=".zrecord-shard-", dir=staging)
+            self._pending = os.path.join(self._staging, self.name)
+        else:
+            self._staging = None
+            self._pending = os.path.join(self.path, PENDING + self.name)
         self._columns = columns
         self._codec = codec
         self._stores = None
+        self._pushing = False
         self.rows = 0
         os.makedirs(self._pending)
 
@@ -209,24 +226,38 @@ class ShardWriter:
         self._stores = stores
 
     def close(self):
-        """Syncs the stores and moves the shard into place: returns
-        `(folder, rows)`, or `None` (and leaves nothing) when no row came."""
+        """Syncs the stores and moves (or pushes) the shard into place:
+        returns `(folder, rows)`, or `None` (and leaves nothing) when no
+        row came."""
         if not self.rows:
             self.abort()
             return None
         for _, store in self._stores.values():
             store.sync()
             store.close()
-        final = os.path.join(self.path, self.name)
-        os.rename(self._pending, final)
-        _sync_dir(self.path)
+        if self._staging is None:
+            os.rename(self._pending, os.path.join(self.path, self.name))
+            _sync_dir(self.path)
+        else:
+            self._pushing = True
+            _zrecord.push(self._pending, _child(self.path, self.name), self._options)
+            shutil.rmtree(self._staging, ignore_errors=True)
         return (self.name, self.rows)
 
     def abort(self):
         """Removes everything this writer wrote."""
         for _, store in (self._stores or {}).values():
             store.close()
-        shutil.rmtree(self._pending, ignore_errors=True)
+        shutil.rmtree(self._staging or self._pending, ignore_errors=True)
+        if self._pushing:  # a push that failed part way: its objects go too
+            try:
+                _zrecord.remove_url(_child(self.path, self.name), self._options)
+            except Exception:  # noqa: BLE001 - the driver's commit or abort clears it
+                pass
+
+
+def _child(url, name):
+    return f"{url.rstrip('/')}/{name}"
 
 
 def _sync_dir(path):
@@ -237,62 +268,80 @@ def _sync_dir(path):
         os.close(fd)
 
 
-def prepare(path):
-    """Driver side, before any task: makes the dataset folder `path`, which
-    must not exist, be empty or hold only what a failed job left (shard and
-    pending folders without `dataset.zr`, removed here)."""
-    path = os.fspath(path)
-    os.makedirs(path, exist_ok=True)
-    others = [e for e in os.listdir(path) if not e.startswith((PENDING, PART))]
+def _entries(path, options):
+    """The names directly in the folder or URL `path` (none if missing)."""
+    if is_url(path):
+        listing = _zrecord.list_url(path, options)
+        return sorted({name.split("/", 1)[0] for name, _ in listing})
+    return os.listdir(path) if os.path.isdir(path) else []
+
+
+def _remove(path, entry, options):
+    if is_url(path):
+        _zrecord.remove_url(_child(path, entry), options)
+    else:
+        shutil.rmtree(os.path.join(path, entry), ignore_errors=True)
+
+
+def _location(path):
+    return path if is_url(path) else os.fspath(path)
+
+
+def prepare(path, options=None):
+    """Driver side, before any task: makes the dataset folder or URL `path`,
+    which must not exist, be empty or hold only what a failed job left
+    (shard and pending folders without `dataset.zr`, removed here)."""
+    path = _location(path)
+    if not is_url(path):
+        os.makedirs(path, exist_ok=True)
+    others = [e for e in _entries(path, options) if not e.startswith((PENDING, PART))]
     if others:
         raise FileExistsError(
             f"{path}: the folder holds {sorted(others)[:3]}; a sink writes a new dataset"
         )
-    abort(path)
+    abort(path, options)
 
 
-def commit(path, parts):
+def commit(path, parts, options=None):
     """Driver side, after every task succeeded: keeps exactly the shard
     folders `parts` (the names the tasks reported), removes what failed
     attempts left, and writes `dataset.zr`. Returns `[(folder, records)]`."""
-    path = os.fspath(path)
+    path = _location(path)
     keep = {p for p in parts if p}
     if not keep:
         raise ValueError(f"{path}: the job wrote no rows, so there is no dataset to commit")
-    for entry in os.listdir(path):
-        stale = entry.startswith(PENDING) or (entry.startswith(PART) and entry not in keep)
-        if stale:
-            shutil.rmtree(os.path.join(path, entry), ignore_errors=True)
-    return _zrecord.join(path)
+    for entry in _entries(path, options):
+        if entry.startswith(PENDING) or (entry.startswith(PART) and entry not in keep):
+            _remove(path, entry, options)
+    return join(path, options)
 
 
-def abort(path):
+def abort(path, options=None):
     """Driver side, after a failed job: removes every shard and pending
     folder; `dataset.zr` was never written."""
-    path = os.fspath(path)
-    if not os.path.isdir(path):
-        return
-    for entry in os.listdir(path):
-        if entry.startswith(PENDING) or entry.startswith(PART):
-            shutil.rmtree(os.path.join(path, entry), ignore_errors=True)
+    path = _location(path)
+    for entry in _entries(path, options):
+        if entry.startswith((PENDING, PART)):
+            _remove(path, entry, options)
 
 
-def write_table(table, path, columns=None, codec="zstd", rows_per_shard=None):
-    """Writes a pyarrow `Table` as a new dataset at `path` in one process:
-    shards of `rows_per_shard` rows (one shard by default)."""
-    prepare(path)
+def write_table(table, path, columns=None, codec="zstd", rows_per_shard=None, options=None):
+    """Writes a pyarrow `Table` as a new dataset at the folder or URL
+    `path` in one process: shards of `rows_per_shard` rows (one shard by
+    default)."""
+    prepare(path, options)
     parts = []
     try:
         step = rows_per_shard or max(table.num_rows, 1)
         for k, start in enumerate(range(0, table.num_rows, step)):
-            writer = ShardWriter(path, f"{PART}{k:05d}", columns, codec)
+            writer = ShardWriter(path, f"{PART}{k:05d}", columns, codec, options)
             try:
                 writer.write(table.slice(start, step))
+                parts.append(writer.close()[0])
             except BaseException:
                 writer.abort()
                 raise
-            parts.append(writer.close()[0])
-        return commit(path, parts)
+        return commit(path, parts, options)
     except BaseException:
-        abort(path)
+        abort(path, options)
         raise

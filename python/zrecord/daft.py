@@ -14,19 +14,21 @@ from daft.io.sink import WriteResult
 from daft.recordbatch.micropartition import MicroPartition
 from daft.schema import Schema
 
+from ._store import is_url
 from .arrow import ShardWriter, abort, commit, prepare
 
 
 class DataSink(_DaftDataSink):
-    """Writes a Daft DataFrame as a zrecord dataset at the folder `path`
-    (new or empty): `columns` and the type mapping as in
-    `zrecord.ray.Datasink`. The result is one row per shard: its folder and
-    records."""
+    """Writes a Daft DataFrame as a zrecord dataset at `path` (a new or
+    empty folder, or an object-storage URL): `columns`, `options` and the
+    type mapping as in `zrecord.ray.Datasink`. The result is one row per
+    shard: its folder and records."""
 
-    def __init__(self, path, columns=None, codec="zstd"):
-        self.path = os.fspath(path)
+    def __init__(self, path, columns=None, codec="zstd", options=None):
+        self.path = path if is_url(path) else os.fspath(path)
         self.columns = columns
         self.codec = codec
+        self.options = options
 
     def name(self):
         return "zrecord"
@@ -37,10 +39,10 @@ class DataSink(_DaftDataSink):
         )
 
     def start(self):
-        prepare(self.path)
+        prepare(self.path, self.options)
 
     def write(self, micropartitions):
-        writer = ShardWriter(self.path, None, self.columns, self.codec)
+        writer = ShardWriter(self.path, None, self.columns, self.codec, self.options)
         try:
             for part in micropartitions:
                 writer.write(part.to_arrow())
@@ -53,9 +55,9 @@ class DataSink(_DaftDataSink):
 
     def finalize(self, write_results):
         try:
-            shards = commit(self.path, [r.result for r in write_results])
+            shards = commit(self.path, [r.result for r in write_results], self.options)
         except BaseException:
-            abort(self.path)
+            abort(self.path, self.options)
             raise
         return MicroPartition.from_pydict(
             {"shard": [s for s, _ in shards], "records": [r for _, r in shards]}

@@ -12,31 +12,36 @@ import uuid
 from ray.data import Datasink as _RayDatasink
 from ray.data.block import BlockAccessor
 
+from ._store import is_url
 from .arrow import PART, ShardWriter, abort, commit, prepare
 
 
 class Datasink(_RayDatasink):
-    """Writes a Ray dataset as a zrecord dataset at the folder `path` (new
-    or empty). `columns` picks and renames columns (`{column: stream}` or a
-    list); by default every column becomes a stream of its name, mapped by
-    its Arrow type as `zrecord.arrow` says. Shards follow the write tasks'
-    order; after the job, `shards` lists them as `(folder, records)`."""
+    """Writes a Ray dataset as a zrecord dataset at `path`: a new or empty
+    folder every worker and the driver share, or an object-storage URL
+    (`s3://bucket/train`; `options` are the object store's settings beside
+    the workers' `AWS_*` variables). `columns` picks and renames columns
+    (`{column: stream}` or a list); by default every column becomes a
+    stream of its name, mapped by its Arrow type as `zrecord.arrow` says.
+    Shards follow the write tasks' order; after the job, `shards` lists
+    them as `(folder, records)`."""
 
-    def __init__(self, path, columns=None, codec="zstd"):
-        self.path = os.fspath(path)
+    def __init__(self, path, columns=None, codec="zstd", options=None):
+        self.path = path if is_url(path) else os.fspath(path)
         self.columns = columns
         self.codec = codec
+        self.options = options
         self.shards = None
 
     def get_name(self):
         return "zrecord"
 
     def on_write_start(self, schema=None):
-        prepare(self.path)
+        prepare(self.path, self.options)
 
     def write(self, blocks, ctx):
         name = f"{PART}{ctx.task_idx:05d}-{uuid.uuid4().hex[:12]}"
-        writer = ShardWriter(self.path, name, self.columns, self.codec)
+        writer = ShardWriter(self.path, name, self.columns, self.codec, self.options)
         try:
             for block in blocks:
                 writer.write(BlockAccessor.for_block(block).to_arrow())
@@ -47,7 +52,7 @@ class Datasink(_RayDatasink):
         return None if part is None else part[0]
 
     def on_write_complete(self, write_result):
-        self.shards = commit(self.path, write_result.write_returns)
+        self.shards = commit(self.path, write_result.write_returns, self.options)
 
     def on_write_failed(self, error):
-        abort(self.path)
+        abort(self.path, self.options)

@@ -8,10 +8,12 @@ commits the dataset when every task succeeded.
 
 Options: `columns` picks and renames columns (`"image:images,label:labels"`
 or `"image,label"`), `codec` is `zstd` (the default) or `raw`. The target
-is a new or empty folder every executor and the driver share.
+is a new or empty folder every executor and the driver share, or an
+object-storage URL (`s3://bucket/train`); options named `storage.KEY` are
+the object store's settings (`storage.aws_endpoint`), beside the
+executors' `AWS_*` variables.
 """
 
-import os
 import uuid
 from dataclasses import dataclass
 from typing import Optional
@@ -20,6 +22,10 @@ from pyspark.sql.datasource import DataSource as _SparkDataSource
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from .arrow import PART, ShardWriter, abort, commit, prepare
+
+
+# Options with this prefix are the object store's settings.
+STORAGE = "storage."
 
 
 @dataclass
@@ -53,12 +59,17 @@ class DataSource(_SparkDataSource):
 
 class _Writer(DataSourceArrowWriter):
     def __init__(self, options):
-        self.path = os.fspath(options.get("path") or "")
+        self.path = options.get("path") or ""
         if not self.path:
             raise ValueError("zrecord: save(path) names the dataset folder to write")
         self.columns = _columns(options.get("columns"))
         self.codec = options.get("codec", "zstd")
-        prepare(self.path)  # on the driver, before any task
+        self.storage = {
+            key[len(STORAGE) :]: value
+            for key, value in options.items()
+            if key.lower().startswith(STORAGE)
+        } or None
+        prepare(self.path, self.storage)  # on the driver, before any task
 
     def write(self, iterator):
         from pyspark import TaskContext
@@ -66,7 +77,7 @@ class _Writer(DataSourceArrowWriter):
         context = TaskContext.get()
         task = context.partitionId() if context is not None else 0
         name = f"{PART}{task:05d}-{uuid.uuid4().hex[:12]}"
-        writer = ShardWriter(self.path, name, self.columns, self.codec)
+        writer = ShardWriter(self.path, name, self.columns, self.codec, self.storage)
         try:
             for batch in iterator:
                 writer.write(batch)
@@ -77,7 +88,7 @@ class _Writer(DataSourceArrowWriter):
         return ShardWritten(None if part is None else part[0], 0 if part is None else part[1])
 
     def commit(self, messages):
-        commit(self.path, [m.folder for m in messages if m is not None])
+        commit(self.path, [m.folder for m in messages if m is not None], self.storage)
 
     def abort(self, messages):
-        abort(self.path)
+        abort(self.path, self.storage)
