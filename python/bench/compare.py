@@ -343,18 +343,22 @@ def ray_rows(data, args, dirs):
     # The sink alone: the 4 files' tables already in Ray's object store,
     # one write task each on the 2 workers.
     blocks = [ray.put(pq.read_table(os.path.join(folder, os.path.basename(f)))) for f in files]
-    systems = ["cli", "ray", "sink"]
+    # Ray's default Parquet reader (DataSourceV2 in Ray 2.60), and its
+    # older one (`use_datasource_v2 = False`, or RAY_DATA_USE_DATASOURCE_V2=0).
+    systems = ["cli", "ray", "ray-v1", "sink"]
+    context = ray.data.DataContext.get_current()
     rounds = []
     for r in range(args.rounds + 1):  # the first round warms Ray's workers up
         measured = {}
-        for system in systems[r % 3 :] + systems[: r % 3]:
+        for system in systems[r % len(systems) :] + systems[: r % len(systems)]:
             out = os.path.join(dirs, f"out-{system}")
             shutil.rmtree(out, ignore_errors=True)
             if system == "cli":
                 secs = timed(lambda: subprocess.run(
                     [args.zrecord, "import", "parquet", folder, out, "-q"], check=True))  # fmt: skip
             else:
-                if system == "ray":
+                context.use_datasource_v2 = system != "ray-v1"
+                if system.startswith("ray"):
                     ds = ray.data.read_parquet(folder, override_num_blocks=4)
                 else:
                     ds = ray.data.from_arrow_refs(blocks)
@@ -368,6 +372,8 @@ def ray_rows(data, args, dirs):
         "cli_mib_s": statistics.median(r["cli"] for r in rounds),
         "ray_mib_s": statistics.median(r["ray"] for r in rounds),
         "x_cli": median_ratio(rounds, "ray", "cli"),
+        "ray_v1_mib_s": statistics.median(r["ray-v1"] for r in rounds),
+        "v1_x_cli": median_ratio(rounds, "ray-v1", "cli"),
         "sink_mib_s": statistics.median(r["sink"] for r in rounds),
         "sink_x_cli": median_ratio(rounds, "sink", "cli"),
     }
@@ -439,6 +445,7 @@ def report(results):
         print("\n| writer, (b) + labels from 4 Parquet files | MiB/s | × import parquet |\n|---|---:|---:|")
         print(f"| `zrecord import parquet` | {r['cli_mib_s']:.0f} | 1.00× |")
         print(f"| Ray job: `read_parquet` + the sink, 2 workers | {r['ray_mib_s']:.0f} | {r['x_cli']:.2f}× |")
+        print(f"| the same, Ray's V1 Parquet reader | {r['ray_v1_mib_s']:.0f} | {r['v1_x_cli']:.2f}× |")
         print(f"| the sink alone: the 4 tables in Ray's object store, 2 workers | {r['sink_mib_s']:.0f} | {r['sink_x_cli']:.2f}× |")
 
 
