@@ -124,3 +124,13 @@ def test_a_failed_write_to_object_storage_leaves_no_dataset_and_the_next_succeed
     shards = arrow.write_table(table, url, rows_per_shard=25, options=options)
     assert [n for _, n in shards] == [25, 25]
     np.testing.assert_array_equal(zrecord.open(url, options=options).gather("image", [49]), images[[49]])
+
+
+def test_every_backend_is_in_the_wheel_and_names_what_it_needs(monkeypatch):
+    for name in ("GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_SERVICE_ACCOUNT", "GOOGLE_SERVICE_ACCOUNT_KEY",
+                 "AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(zrecord.ZrecordError, match="GOOGLE_APPLICATION_CREDENTIALS"):
+        zrecord.open("gs://bucket/train")
+    with pytest.raises(zrecord.ZrecordError, match="AZURE_STORAGE_ACCOUNT_NAME"):
+        zrecord.open("az://container/train")
