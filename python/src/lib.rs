@@ -5,6 +5,7 @@
 mod buffers;
 mod dataset;
 mod error;
+mod images;
 mod loader;
 mod raw;
 mod recycler;
@@ -20,6 +21,7 @@ fn _zrecord(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::Loader>()?;
     m.add_class::<buffers::Array>()?;
     m.add_function(wrap_pyfunction!(dataset::join, m)?)?;
+    m.add_function(wrap_pyfunction!(images::decode_images, m)?)?;
     m.add_function(wrap_pyfunction!(remote::open_url, m)?)?;
     m.add_function(wrap_pyfunction!(remote::push, m)?)?;
     m.add_function(wrap_pyfunction!(remote::list_url, m)?)?;

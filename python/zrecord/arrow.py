@@ -16,7 +16,16 @@ string, binary (large too)             ragged ``u8``: the bytes (encoded
 =====================================  =====================================
 
 Anything else, and any null, is a ``TypeError``/``ValueError`` naming the
-column.
+column. ``decode={column: S}`` turns a binary column of encoded images
+(JPEG, PNG) into a dense ``u8`` stream of ``[S, S, 3]`` RGB records instead
+— shorter side scaled to ``S``, then the centre ``S × S``, as ``zrecord
+import images --resize S`` does — decoded in parallel; an image that does
+not decode stops the task with an error naming its row.
+
+Each stream's codec is ``codec`` when given; by default ``raw`` for a
+binary column of encoded images kept as bytes (JPEG, PNG, WebP and GIF are
+compressed already: zstd makes them larger and slower to read) and
+``zstd`` for everything else.
 
 A job writes each task's rows with a ``ShardWriter`` into a hidden
 ``.pending-…`` folder that becomes a shard folder only when the task
@@ -147,7 +156,15 @@ def records_of(column, array, stream):
             ranks = np.ones(len(array), dtype="<u8")
         flat = values.to_numpy(zero_copy_only=False)
         return Ragged(flat, None, dims, ranks)
-    # string / binary: the offsets and data buffers, as they are
+    flat, lengths = _bytes_of(array)
+    return Ragged(flat, None, lengths, np.ones(len(array), dtype="<u8"))
+
+
+def _bytes_of(array):
+    """A string or binary array's records end to end, and their lengths
+    (`uint64`): its offsets and data buffers, as they are."""
+    pa = _pa()
+    t = array.type
     wide = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
     _, offsets_buffer, data_buffer = array.buffers()
     offsets = np.frombuffer(offsets_buffer, dtype="<i8" if wide else "<i4")
@@ -156,7 +173,7 @@ def records_of(column, array, stream):
     flat = (
         data[offsets[0] : offsets[-1]] if data is not None and len(offsets) else np.zeros(0, np.uint8)
     )
-    return Ragged(flat, None, np.diff(offsets).astype("<u8"), np.ones(len(array), dtype="<u8"))
+    return flat, np.diff(offsets).astype("<u8")
 
 
 def _streams(schema, columns):
@@ -174,15 +191,55 @@ def _streams(schema, columns):
     return mapping
 
 
+def _is_binary(t):
+    pa = _pa()
+    return pa.types.is_binary(t) or pa.types.is_large_binary(t)
+
+
+# The first bytes of image formats that are compressed already.
+_IMAGE_MAGIC = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a")
+
+
+def _encoded_image(array):
+    """Whether the first non-empty record of binary `array` is an encoded
+    image (JPEG, PNG, WebP, GIF)."""
+    for k in range(len(array)):
+        head = array[k].as_py()[:12]
+        if head:
+            webp = head[:4] == b"RIFF" and head[8:12] == b"WEBP"
+            return webp or head.startswith(_IMAGE_MAGIC)
+    return False
+
+
+def decoded_images(column, array, size):
+    """The encoded images of binary `array` (column `column`) decoded into
+    an `(n, size, size, 3)` `uint8` array: shorter side scaled to `size`,
+    then the centre `size × size`."""
+    if not _is_binary(array.type):
+        raise TypeError(f"column {column!r}: only binary columns hold encoded images to decode, not {array.type}")
+    pa = _pa()
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    _no_nulls(column, array)
+    flat, lengths = _bytes_of(array)
+    try:
+        pixels = _zrecord.decode_images(flat.tobytes(), lengths.tobytes(), size)
+    except ValueError as e:
+        raise ValueError(f"column {column!r}: {e}") from None
+    return np.frombuffer(pixels, dtype=np.uint8).reshape(len(array), size, size, 3)
+
+
 class ShardWriter:
     """Writes Arrow tables or record batches into one new shard of the
     dataset folder or URL `path`: one store per mapped column, created from
-    the first batch's types. `close()` makes the shard appear whole;
-    `abort()` removes it. For a URL the shard is built under `staging` (a
-    local folder; the system's temporary folder by default) and pushed by
-    `close()`."""
+    the first batch's types. `decode` and `codec` as the module says.
+    `close()` makes the shard appear whole; `abort()` removes it. For a URL
+    the shard is built under `staging` (a local folder; the system's
+    temporary folder by default) and pushed by `close()`."""
 
-    def __init__(self, path, name=None, columns=None, codec="zstd", options=None, staging=None):
+    def __init__(
+        self, path, name=None, columns=None, codec=None, options=None, staging=None, decode=None
+    ):
         self.path = path if is_url(path) else os.fspath(path)
         # Unnamed shards sort by when their writer started: a job that
         # writes its parts one after another keeps its rows' order.
@@ -196,6 +253,7 @@ class ShardWriter:
             self._pending = os.path.join(self.path, PENDING + self.name)
         self._columns = columns
         self._codec = codec
+        self._decode = dict(decode or {})
         self._stores = None
         self._pushing = False
         self.rows = 0
@@ -204,22 +262,40 @@ class ShardWriter:
     def write(self, data):
         """Appends the rows of a pyarrow `Table` or `RecordBatch`."""
         if self._stores is None:
-            self._open(data.schema)
+            self._open(data)
         for column, (stream, store) in self._stores.items():
-            store.append(records_of(column, data.column(column), stream))
+            array = data.column(column)
+            if column in self._decode:
+                store.append(decoded_images(column, array, self._decode[column]))
+            else:
+                store.append(records_of(column, array, stream))
         self.rows += data.num_rows
 
-    def _open(self, schema):
+    def _open(self, data):
+        schema = data.schema
         mapping = _streams(schema, self._columns)
+        unknown = [c for c in self._decode if c not in mapping]
+        if unknown:
+            raise KeyError(f"decode names columns {unknown} that are not written ({list(mapping)})")
         stores = {}
         for column, name in mapping.items():
-            stream = stream_of(column, schema.field(column).type)
+            arrow_type = schema.field(column).type
+            if column in self._decode:
+                size = int(self._decode[column])
+                stream = ("dense", "u8", (size, size, 3))
+            else:
+                stream = stream_of(column, arrow_type)
             kind, dtype, shape = stream
+            codec = self._codec
+            if codec is None:
+                kept_encoded = column not in self._decode and _is_binary(arrow_type)
+                image = kept_encoded and _encoded_image(data.column(column))
+                codec = "raw" if image else "zstd"
             native = _zrecord.Store.create(
                 os.path.join(self._pending, name),
                 dtype,
                 None if kind == "ragged" else list(shape),
-                self._codec,
+                codec,
                 None,
             )
             stores[column] = (stream, Store(native))
@@ -325,16 +401,18 @@ def abort(path, options=None):
             _remove(path, entry, options)
 
 
-def write_table(table, path, columns=None, codec="zstd", rows_per_shard=None, options=None):
+def write_table(
+    table, path, columns=None, codec=None, rows_per_shard=None, options=None, decode=None
+):
     """Writes a pyarrow `Table` as a new dataset at the folder or URL
     `path` in one process: shards of `rows_per_shard` rows (one shard by
-    default)."""
+    default); `columns`, `codec` and `decode` as `ShardWriter` takes them."""
     prepare(path, options)
     parts = []
     try:
         step = rows_per_shard or max(table.num_rows, 1)
         for k, start in enumerate(range(0, table.num_rows, step)):
-            writer = ShardWriter(path, f"{PART}{k:05d}", columns, codec, options)
+            writer = ShardWriter(path, f"{PART}{k:05d}", columns, codec, options, decode=decode)
             try:
                 writer.write(table.slice(start, step))
                 parts.append(writer.close()[0])

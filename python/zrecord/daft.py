@@ -20,15 +20,17 @@ from .arrow import ShardWriter, abort, commit, prepare
 
 class DataSink(_DaftDataSink):
     """Writes a Daft DataFrame as a zrecord dataset at `path` (a new or
-    empty folder, or an object-storage URL): `columns`, `options` and the
-    type mapping as in `zrecord.ray.Datasink`. The result is one row per
-    shard: its folder and records."""
+    empty folder, or an object-storage URL): `columns`, `codec`, `options`,
+    `decode`, `staging` and the type mapping as in `zrecord.ray.Datasink`.
+    The result is one row per shard: its folder and records."""
 
-    def __init__(self, path, columns=None, codec="zstd", options=None):
+    def __init__(self, path, columns=None, codec=None, options=None, decode=None, staging=None):
         self.path = path if is_url(path) else os.fspath(path)
         self.columns = columns
         self.codec = codec
         self.options = options
+        self.decode = decode
+        self.staging = staging
 
     def name(self):
         return "zrecord"
@@ -42,7 +44,9 @@ class DataSink(_DaftDataSink):
         prepare(self.path, self.options)
 
     def write(self, micropartitions):
-        writer = ShardWriter(self.path, None, self.columns, self.codec, self.options)
+        writer = ShardWriter(
+            self.path, None, self.columns, self.codec, self.options, self.staging, self.decode
+        )
         try:
             for part in micropartitions:
                 writer.write(part.to_arrow())

@@ -23,14 +23,20 @@ class Datasink(_RayDatasink):
     the workers' `AWS_*` variables). `columns` picks and renames columns
     (`{column: stream}` or a list); by default every column becomes a
     stream of its name, mapped by its Arrow type as `zrecord.arrow` says.
-    Shards follow the write tasks' order; after the job, `shards` lists
-    them as `(folder, records)`."""
+    `decode={column: S}` decodes a binary column of encoded images into
+    `[S, S, 3]` RGB records; `codec` is each stream's codec (by default raw
+    for encoded images kept as bytes, zstd otherwise); `staging` is where a
+    task builds its shard before pushing it to a URL. Shards follow the
+    write tasks' order; after the job, `shards` lists them as
+    `(folder, records)`."""
 
-    def __init__(self, path, columns=None, codec="zstd", options=None):
+    def __init__(self, path, columns=None, codec=None, options=None, decode=None, staging=None):
         self.path = path if is_url(path) else os.fspath(path)
         self.columns = columns
         self.codec = codec
         self.options = options
+        self.decode = decode
+        self.staging = staging
         self.shards = None
 
     def get_name(self):
@@ -41,7 +47,9 @@ class Datasink(_RayDatasink):
 
     def write(self, blocks, ctx):
         name = f"{PART}{ctx.task_idx:05d}-{uuid.uuid4().hex[:12]}"
-        writer = ShardWriter(self.path, name, self.columns, self.codec, self.options)
+        writer = ShardWriter(
+            self.path, name, self.columns, self.codec, self.options, self.staging, self.decode
+        )
         try:
             for block in blocks:
                 writer.write(BlockAccessor.for_block(block).to_arrow())

@@ -7,7 +7,10 @@ commits the dataset when every task succeeded.
 >>> df.write.format("zrecord").mode("append").save("/data/train")  # doctest: +SKIP
 
 Options: `columns` picks and renames columns (`"image:images,label:labels"`
-or `"image,label"`), `codec` is `zstd` (the default) or `raw`. The target
+or `"image,label"`), `decode` decodes binary columns of encoded images into
+`[S, S, 3]` RGB records (`"image:224"`), `codec` is `zstd` or `raw` for
+every stream (by default raw for encoded images kept as bytes, zstd
+otherwise). The target
 is a new or empty folder every executor and the driver share, or an
 object-storage URL (`s3://bucket/train`); options named `storage.KEY` are
 the object store's settings (`storage.aws_endpoint`), beside the
@@ -46,6 +49,17 @@ def _columns(option):
     return mapping
 
 
+def _sizes(option):
+    """`"image:224,thumb:64"` as `{"image": 224, "thumb": 64}`."""
+    sizes = {}
+    for item in (option or "").split(","):
+        column, _, size = item.strip().partition(":")
+        if not size.isdigit() or int(size) == 0:
+            raise ValueError(f"zrecord: decode wants column:size, such as image:224, not {item!r}")
+        sizes[column] = int(size)
+    return sizes if option else {}
+
+
 class DataSource(_SparkDataSource):
     """`format("zrecord")`: writes a DataFrame as a zrecord dataset."""
 
@@ -63,7 +77,8 @@ class _Writer(DataSourceArrowWriter):
         if not self.path:
             raise ValueError("zrecord: save(path) names the dataset folder to write")
         self.columns = _columns(options.get("columns"))
-        self.codec = options.get("codec", "zstd")
+        self.codec = options.get("codec")
+        self.decode = _sizes(options.get("decode"))
         self.storage = {
             key[len(STORAGE) :]: value
             for key, value in options.items()
@@ -77,7 +92,9 @@ class _Writer(DataSourceArrowWriter):
         context = TaskContext.get()
         task = context.partitionId() if context is not None else 0
         name = f"{PART}{task:05d}-{uuid.uuid4().hex[:12]}"
-        writer = ShardWriter(self.path, name, self.columns, self.codec, self.storage)
+        writer = ShardWriter(
+            self.path, name, self.columns, self.codec, self.storage, decode=self.decode
+        )
         try:
             for batch in iterator:
                 writer.write(batch)
