@@ -78,3 +78,15 @@ def test_an_image_that_does_not_decode_is_named_and_nothing_is_written(tmp_path,
         write_table(table, tmp_path / "e", decode={"caption": 8})
     with pytest.raises(KeyError, match="missing"):
         write_table(table, tmp_path / "f", decode={"missing": 8})
+
+
+def test_daft_decodes_images_in_its_tasks(tmp_path, images):
+    daft = module("daft")
+    import zrecord.daft
+
+    pixels, table = images
+    daft.from_arrow(table).write_sink(zrecord.daft.DataSink(tmp_path / "d", decode={"image": 8}))
+    d = zrecord.open(tmp_path / "d")
+    decoded = d.gather("image", np.arange(len(d)))
+    expected = {(p if p.shape[1] == 8 else p[:, 4:12]).tobytes() for p in pixels}
+    assert {image.tobytes() for image in decoded} == expected
