@@ -3,8 +3,10 @@ instead under CI's `ZRECORD_NO_SKIP=1`."""
 
 import os
 import pathlib
+import struct
 import urllib.request
 import uuid
+import zlib
 
 import pytest
 
@@ -71,3 +73,30 @@ def put(url, data):
     request = urllib.request.Request(url, data=data, method="PUT", headers=headers)
     with DIRECT.open(request, timeout=30) as response:
         assert response.status in (200, 201, 204), response.status
+
+
+def png(pixels):
+    """An 8-bit RGB PNG of `pixels` (height × width × 3 `uint8`)."""
+    height, width, _ = pixels.shape
+
+    def chunk(kind, data):
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    rows = b"".join(b"\x00" + pixels[y].tobytes() for y in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+def sample_pixels(n=6):
+    """`n` random RGB images, 8 × 8 and 8 × 16 in turn."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    return [rng.integers(0, 256, (8, 8 + 8 * (k % 2), 3), dtype=np.uint8) for k in range(n)]
+
+
+def centre_crops(pixels):
+    """What `decode={column: 8}` makes of `sample_pixels`: an 8 × 8 image as
+    it is, an 8 × 16 one (8 on its shorter side already) its centre."""
+    return [p if p.shape[1] == 8 else p[:, 4:12] for p in pixels]

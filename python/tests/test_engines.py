@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import zrecord
-from conftest import PARQUET, module
+from conftest import PARQUET, centre_crops, module, png, sample_pixels
 
 
 @pytest.fixture(scope="module")
@@ -169,3 +169,18 @@ def test_daft_writes_straight_to_object_storage(server):
     d = zrecord.open(url, options=options)
     texts = [bytes(t).decode() for t in d.gather("text", np.arange(len(d)))]
     assert sorted(texts) == sorted(source()[1].column("text").to_pylist())
+
+
+def test_daft_decodes_images_in_its_tasks(tmp_path):
+    daft = module("daft")
+    import pyarrow as pa
+
+    import zrecord.daft
+
+    pixels = sample_pixels()
+    table = pa.table({"image": pa.array([png(p) for p in pixels], type=pa.binary())})
+    daft.from_arrow(table).write_sink(zrecord.daft.DataSink(tmp_path / "d", decode={"image": 8}))
+    d = zrecord.open(tmp_path / "d")
+    decoded = d.gather("image", np.arange(len(d)))
+    # Daft's tasks may finish in any order: compare as a set
+    assert {image.tobytes() for image in decoded} == {p.tobytes() for p in centre_crops(pixels)}

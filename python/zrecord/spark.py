@@ -51,13 +51,15 @@ def _columns(option):
 
 def _sizes(option):
     """`"image:224,thumb:64"` as `{"image": 224, "thumb": 64}`."""
+    if not option:
+        return {}
     sizes = {}
-    for item in (option or "").split(","):
+    for item in option.split(","):
         column, _, size = item.strip().partition(":")
         if not size.isdigit() or int(size) == 0:
             raise ValueError(f"zrecord: decode wants column:size, such as image:224, not {item!r}")
         sizes[column] = int(size)
-    return sizes if option else {}
+    return sizes
 
 
 class DataSource(_SparkDataSource):
