@@ -211,12 +211,18 @@ def _encoded_image(array):
     return False
 
 
+def _check_images(column, arrow_type):
+    if not _is_binary(arrow_type):
+        raise TypeError(
+            f"column {column!r}: only binary columns hold encoded images to decode, not {arrow_type}"
+        )
+
+
 def decoded_images(column, array, size):
     """The encoded images of binary `array` (column `column`) decoded into
     an `(n, size, size, 3)` `uint8` array: shorter side scaled to `size`,
     then the centre `size × size`."""
-    if not _is_binary(array.type):
-        raise TypeError(f"column {column!r}: only binary columns hold encoded images to decode, not {array.type}")
+    _check_images(column, array.type)
     pa = _pa()
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
@@ -253,7 +259,7 @@ class ShardWriter:
             self._pending = os.path.join(self.path, PENDING + self.name)
         self._columns = columns
         self._codec = codec
-        self._decode = dict(decode or {})
+        self._decode = {column: int(size) for column, size in (decode or {}).items()}
         self._stores = None
         self._pushing = False
         self.rows = 0
@@ -281,7 +287,8 @@ class ShardWriter:
         for column, name in mapping.items():
             arrow_type = schema.field(column).type
             if column in self._decode:
-                size = int(self._decode[column])
+                _check_images(column, arrow_type)
+                size = self._decode[column]
                 stream = ("dense", "u8", (size, size, 3))
             else:
                 stream = stream_of(column, arrow_type)

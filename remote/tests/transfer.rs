@@ -157,8 +157,8 @@ fn shards_pushed_one_by_one_join_into_a_dataset_in_object_storage() {
     let bucket = support::bucket(endpoint, "join");
     let url = format!("s3://{bucket}/joined");
     let options = support::s3_options(endpoint);
-    // Three tasks' shards, each pushed on its own (one a single store);
-    // the shards of a failed attempt, removed before the join.
+    // Three tasks' shards, each pushed on its own; the third, a failed
+    // attempt's with other streams, is removed before the join.
     let shard = |name: &str, labels: &[i64], tokens: Option<&[Vec<u32>]>| {
         let folder = dir.path().join(name);
         std::fs::create_dir(&folder).unwrap();
@@ -208,6 +208,19 @@ fn shards_pushed_one_by_one_join_into_a_dataset_in_object_storage() {
     // The same shards joined locally give the same manifest.
     std::fs::remove_dir_all(dir.path().join("part-1-failed")).unwrap();
     assert_eq!(zrecord::Dataset::join(dir.path()).unwrap(), manifest);
+
+    // Shards that are single stores join as one stream, `records`.
+    for (k, labels) in [[5i64, 6], [7, 8]].iter().enumerate() {
+        let folder = dir.path().join(format!("single-{k}"));
+        let store = DenseStore::<i64>::create(&folder, &[], Codec::Raw).unwrap();
+        store.append(labels).unwrap();
+        drop(store);
+        let shard_url = format!("s3://{bucket}/singles/{}", zrecord::shard_folder(k as u64, 2));
+        push(&folder, &shard_url, &options, false, |_, _| {}).unwrap();
+    }
+    let singles = zrecord_remote::join_dataset(&format!("s3://{bucket}/singles"), &options).unwrap();
+    assert_eq!(singles.streams.len(), 1);
+    assert_eq!((singles.streams[0].name.as_str(), singles.len()), ("records", 4));
 
     let whole_bucket = zrecord_remote::remove(&format!("s3://{bucket}"), &options).unwrap_err();
     assert!(
