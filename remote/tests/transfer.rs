@@ -215,12 +215,19 @@ fn shards_pushed_one_by_one_join_into_a_dataset_in_object_storage() {
         let store = DenseStore::<i64>::create(&folder, &[], Codec::Raw).unwrap();
         store.append(labels).unwrap();
         drop(store);
-        let shard_url = format!("s3://{bucket}/singles/{}", zrecord::shard_folder(k as u64, 2));
+        let shard_url = format!(
+            "s3://{bucket}/singles/{}",
+            zrecord::shard_folder(k as u64, 2)
+        );
         push(&folder, &shard_url, &options, false, |_, _| {}).unwrap();
     }
-    let singles = zrecord_remote::join_dataset(&format!("s3://{bucket}/singles"), &options).unwrap();
+    let singles =
+        zrecord_remote::join_dataset(&format!("s3://{bucket}/singles"), &options).unwrap();
     assert_eq!(singles.streams.len(), 1);
-    assert_eq!((singles.streams[0].name.as_str(), singles.len()), ("records", 4));
+    assert_eq!(
+        (singles.streams[0].name.as_str(), singles.len()),
+        ("records", 4)
+    );
 
     let whole_bucket = zrecord_remote::remove(&format!("s3://{bucket}"), &options).unwrap_err();
     assert!(
