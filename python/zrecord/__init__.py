@@ -1,6 +1,7 @@
 """zrecord from Python: typed record stores read and written as numpy
 arrays, the deterministic prefetching loader, and sharded writers for Ray
-Data and Daft whose datasets the Rust loader reads unchanged.
+Data, Daft and Spark — to a folder or to object storage — whose datasets
+the Rust loader reads unchanged.
 
 >>> import numpy as np, zrecord
 >>> with zrecord.create("/tmp/doctest-labels", np.int64, shape=()) as labels:  # doctest: +SKIP
