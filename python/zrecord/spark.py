@@ -10,11 +10,10 @@ Options: `columns` picks and renames columns (`"image:images,label:labels"`
 or `"image,label"`), `decode` decodes binary columns of encoded images into
 `[S, S, 3]` RGB records (`"image:224"`), `codec` is `zstd` or `raw` for
 every stream (by default raw for encoded images kept as bytes, zstd
-otherwise). The target
-is a new or empty folder every executor and the driver share, or an
-object-storage URL (`s3://bucket/train`); options named `storage.KEY` are
-the object store's settings (`storage.aws_endpoint`), beside the
-executors' `AWS_*` variables.
+otherwise). The target is a new or empty folder every executor and the
+driver share, or an object-storage URL (`s3://bucket/train`); options named
+`storage.KEY` are the object store's settings (`storage.aws_endpoint`),
+beside the executors' `AWS_*` variables.
 """
 
 import uuid
