@@ -106,12 +106,28 @@ def test_a_sink_refuses_a_folder_that_holds_a_dataset(tmp_path, types):
     write_table(types, tmp_path / "d", columns=["i8"])
     with pytest.raises(FileExistsError, match="a sink writes a new dataset"):
         prepare(tmp_path / "d")
+    abort(tmp_path / "d")  # what an engine calls after a refused job: the dataset stays whole
+    assert len(zrecord.open(tmp_path / "d").gather("i8", np.arange(len(types)))) == len(types)
     # what a failed job left is cleared by the next job
     prepare(tmp_path / "e")
     ShardWriter(tmp_path / "e", "part-00000", columns=["i8"]).write(types.slice(0, 1))
     prepare(tmp_path / "e")
     assert os.listdir(tmp_path / "e") == []
     abort(tmp_path / "missing")  # nothing to do, no error
+
+
+def test_overwrite_replaces_a_dataset_and_nothing_else(tmp_path, types):
+    write_table(types, tmp_path / "d", columns=["i8"], rows_per_shard=3)
+    write_table(types.slice(0, 2), tmp_path / "d", columns=["u16"], overwrite=True)
+    d = zrecord.open(tmp_path / "d")
+    assert list(d.streams) == ["u16"] and len(d) == 2
+    assert sorted(os.listdir(tmp_path / "d")) == ["dataset.zr", "part-00000"]
+
+    # a file that is not the dataset's stops the overwrite before anything is removed
+    (tmp_path / "d" / "notes.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="notes.txt"):
+        write_table(types, tmp_path / "d", columns=["i8"], overwrite=True)
+    assert len(zrecord.open(tmp_path / "d")) == 2
 
 
 def test_a_store_appends_arrow_arrays(tmp_path, types):

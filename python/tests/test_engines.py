@@ -107,6 +107,17 @@ def test_ray_writes_straight_to_object_storage_and_a_failed_job_leaves_no_datase
     assert len(sink.shards) == 4
     check_digits(url, source()[0], options)
 
+    # again over it: refused, unless the job overwrites
+    with pytest.raises(Exception, match="a sink writes a new dataset"):
+        ds.write_datasink(zrecord.ray.Datasink(url, options=options))
+    sink = zrecord.ray.Datasink(url, options=options, overwrite=True)
+    ds.write_datasink(sink)
+    check_digits(url, source()[0], options)
+    assert {name.split("/")[0] for name, _ in zrecord._zrecord.list_url(url, options)} == {
+        "dataset.zr",
+        *(folder for folder, _ in sink.shards),
+    }
+
 
 def test_daft_writes_a_dataset_equal_to_the_source_rows(tmp_path):
     daft = module("daft")
@@ -155,6 +166,8 @@ def test_daft_a_task_that_raises_leaves_no_dataset_and_the_retry_succeeds(tmp_pa
         zrecord.open(path)
     df.write_sink(zrecord.daft.DataSink(path))
     assert len(zrecord.open(path)) == 1797
+    df.limit(100).write_sink(zrecord.daft.DataSink(path, overwrite=True))
+    assert len(zrecord.open(path)) == 100
 
 
 def test_daft_writes_straight_to_object_storage(server):

@@ -89,10 +89,14 @@ def test_a_table_written_straight_to_object_storage_opens_there(tmp_path, server
     np.testing.assert_array_equal(dataset.gather("image", np.arange(50)), images)
     np.testing.assert_array_equal(dataset.gather("label", [13, 47]), [3, 7])
 
-    # a dataset is never overwritten
+    # a dataset is never overwritten unless asked
     with pytest.raises(FileExistsError, match="dataset.zr"):
         write_table(table, url, options=options)
     assert len(zrecord.open(url, options=options)) == 50
+    write_table(table.slice(0, 7), url, options=options, overwrite=True)
+    assert len(zrecord.open(url, options=options)) == 7
+    names = {name.split("/")[0] for name, _ in zrecord._zrecord.list_url(url, options)}
+    assert names == {"dataset.zr", f"{PART}00000"}
 
     # a writer that fails after its push began leaves no objects
     writer = ShardWriter(f"s3://{bucket}/aborted", None, None, "zstd", options)

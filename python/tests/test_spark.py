@@ -93,3 +93,12 @@ def test_spark_writes_straight_to_object_storage(spark, server):
     d = zrecord.open(url, options=options)
     assert len(d) == 1000 and len(d.shards) == 4
     assert sorted(d.gather("id", np.arange(1000)).tolist()) == list(range(1000))
+
+
+def test_spark_overwrite_replaces_the_dataset(spark, tmp_path):
+    path = str(tmp_path / "ids")
+    spark.range(0, 100, numPartitions=4).write.format("zrecord").mode("append").save(path)
+    spark.range(0, 10, numPartitions=2).write.format("zrecord").mode("overwrite").save(path)
+    d = zrecord.open(path)
+    assert len(d) == 10 and len(d.shards) == 2
+    assert sorted(d.gather("id", np.arange(10)).tolist()) == list(range(10))

@@ -52,9 +52,11 @@ import numpy as np
 from . import _zrecord
 from ._dtypes import from_numpy
 from ._store import Ragged, Store, is_url, join
+from ._store import open as open_dataset
 
 PENDING = ".pending-"
 PART = "part-"
+MANIFEST = "dataset.zr"
 
 
 def _pa():
@@ -360,28 +362,40 @@ def _entries(path, options):
 
 
 def _remove(path, entry, options):
+    """Removes the file or folder `entry` of the folder or URL `path`."""
     if is_url(path):
         _zrecord.remove_url(_child(path, entry), options)
-    else:
+    elif os.path.isdir(os.path.join(path, entry)):
         shutil.rmtree(os.path.join(path, entry), ignore_errors=True)
+    else:
+        os.remove(os.path.join(path, entry))
 
 
 def _location(path):
     return path if is_url(path) else os.fspath(path)
 
 
-def prepare(path, options=None):
+def prepare(path, options=None, overwrite=False):
     """Driver side, before any task: makes the dataset folder or URL `path`,
     which must not exist, be empty or hold only what a failed job left
-    (shard and pending folders without `dataset.zr`, removed here)."""
+    (shard and pending folders without `dataset.zr`, removed here). With
+    `overwrite`, a dataset there is removed first: its `dataset.zr` (so it
+    no longer opens), then the shard folders it lists."""
     path = _location(path)
     if not is_url(path):
         os.makedirs(path, exist_ok=True)
-    others = [e for e in _entries(path, options) if not e.startswith((PENDING, PART))]
+    entries = _entries(path, options)
+    replaced = []
+    if overwrite and MANIFEST in entries:
+        replaced = [MANIFEST] + [f for f, _ in open_dataset(path, options=options).shards]
+    others = [e for e in entries if not e.startswith((PENDING, PART)) and e not in replaced]
     if others:
+        hint = "" if overwrite else "; overwrite replaces a dataset"
         raise FileExistsError(
-            f"{path}: the folder holds {sorted(others)[:3]}; a sink writes a new dataset"
+            f"{path}: the folder holds {sorted(others)[:3]}; a sink writes a new dataset{hint}"
         )
+    for entry in replaced:  # dataset.zr first: what is left never opens
+        _remove(path, entry, options)
     abort(path, options)
 
 
@@ -400,21 +414,34 @@ def commit(path, parts, options=None):
 
 
 def abort(path, options=None):
-    """Driver side, after a failed job: removes every shard and pending
-    folder; `dataset.zr` was never written."""
+    """Driver side, after a failed job: removes the shard and pending
+    folders it left. A dataset already there (a job refused by `prepare`)
+    keeps every shard its `dataset.zr` lists."""
     path = _location(path)
-    for entry in _entries(path, options):
-        if entry.startswith((PENDING, PART)):
+    entries = _entries(path, options)
+    kept = set()
+    if MANIFEST in entries:
+        kept = {folder for folder, _ in open_dataset(path, options=options).shards}
+    for entry in entries:
+        if entry.startswith((PENDING, PART)) and entry not in kept:
             _remove(path, entry, options)
 
 
 def write_table(
-    table, path, columns=None, codec=None, rows_per_shard=None, options=None, decode=None
+    table,
+    path,
+    columns=None,
+    codec=None,
+    rows_per_shard=None,
+    options=None,
+    decode=None,
+    overwrite=False,
 ):
     """Writes a pyarrow `Table` as a new dataset at the folder or URL
     `path` in one process: shards of `rows_per_shard` rows (one shard by
-    default); `columns`, `codec` and `decode` as `ShardWriter` takes them."""
-    prepare(path, options)
+    default); `columns`, `codec` and `decode` as `ShardWriter` takes them;
+    `overwrite` replaces a dataset there (see `prepare`)."""
+    prepare(path, options, overwrite)
     parts = []
     try:
         step = rows_per_shard or max(table.num_rows, 1)

@@ -21,16 +21,18 @@ from .arrow import ShardWriter, abort, commit, prepare
 class DataSink(_DaftDataSink):
     """Writes a Daft DataFrame as a zrecord dataset at `path` (a new or
     empty folder, or an object-storage URL): `columns`, `codec`, `options`,
-    `decode`, `staging` and the type mapping as in `zrecord.ray.Datasink`.
+    `decode`, `staging`, `overwrite` and the type mapping as in
+    `zrecord.ray.Datasink`.
     The result is one row per shard: its folder and records."""
 
-    def __init__(self, path, columns=None, codec=None, options=None, decode=None, staging=None):
+    def __init__(self, path, columns=None, codec=None, options=None, decode=None, staging=None, overwrite=False):
         self.path = path if is_url(path) else os.fspath(path)
         self.columns = columns
         self.codec = codec
         self.options = options
         self.decode = decode
         self.staging = staging
+        self.overwrite = overwrite
 
     def name(self):
         return "zrecord"
@@ -41,7 +43,7 @@ class DataSink(_DaftDataSink):
         )
 
     def start(self):
-        prepare(self.path, self.options)
+        prepare(self.path, self.options, self.overwrite)
 
     def write(self, micropartitions):
         writer = ShardWriter(

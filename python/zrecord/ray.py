@@ -26,24 +26,26 @@ class Datasink(_RayDatasink):
     `decode={column: S}` decodes a binary column of encoded images into
     `[S, S, 3]` RGB records; `codec` is each stream's codec (by default raw
     for encoded images kept as bytes, zstd otherwise); `staging` is where a
-    task builds its shard before pushing it to a URL. Shards follow the
-    write tasks' order; after the job, `shards` lists them as
-    `(folder, records)`."""
+    task builds its shard before pushing it to a URL; `overwrite=True`
+    replaces a dataset already there (its `dataset.zr` first, then its
+    shards) instead of refusing it. Shards follow the write tasks' order;
+    after the job, `shards` lists them as `(folder, records)`."""
 
-    def __init__(self, path, columns=None, codec=None, options=None, decode=None, staging=None):
+    def __init__(self, path, columns=None, codec=None, options=None, decode=None, staging=None, overwrite=False):
         self.path = path if is_url(path) else os.fspath(path)
         self.columns = columns
         self.codec = codec
         self.options = options
         self.decode = decode
         self.staging = staging
+        self.overwrite = overwrite
         self.shards = None
 
     def get_name(self):
         return "zrecord"
 
     def on_write_start(self, schema=None):
-        prepare(self.path, self.options)
+        prepare(self.path, self.options, self.overwrite)
 
     def write(self, blocks, ctx):
         name = f"{PART}{ctx.task_idx:05d}-{uuid.uuid4().hex[:12]}"

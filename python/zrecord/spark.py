@@ -6,6 +6,10 @@ commits the dataset when every task succeeded.
 >>> spark.dataSource.register(zrecord.spark.DataSource)           # doctest: +SKIP
 >>> df.write.format("zrecord").mode("append").save("/data/train")  # doctest: +SKIP
 
+`mode("append")` writes a new dataset (into a new or empty folder);
+`mode("overwrite")` first removes the dataset there: its `dataset.zr`,
+then the shard folders it lists.
+
 Options: `columns` picks and renames columns (`"image:images,label:labels"`
 or `"image,label"`), `decode` decodes binary columns of encoded images into
 `[S, S, 3]` RGB records (`"image:224"`), `codec` is `zstd` or `raw` for
@@ -69,11 +73,11 @@ class DataSource(_SparkDataSource):
         return "zrecord"
 
     def writer(self, schema, overwrite):
-        return _Writer(self.options)
+        return _Writer(self.options, overwrite)
 
 
 class _Writer(DataSourceArrowWriter):
-    def __init__(self, options):
+    def __init__(self, options, overwrite=False):
         self.path = options.get("path") or ""
         if not self.path:
             raise ValueError("zrecord: save(path) names the dataset folder to write")
@@ -85,7 +89,7 @@ class _Writer(DataSourceArrowWriter):
             for key, value in options.items()
             if key.lower().startswith(STORAGE)
         } or None
-        prepare(self.path, self.storage)  # on the driver, before any task
+        prepare(self.path, self.storage, overwrite)  # on the driver, before any task
 
     def write(self, iterator):
         from pyspark import TaskContext

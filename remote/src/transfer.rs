@@ -480,9 +480,9 @@ pub fn list(url: &str, options: &RemoteOptions) -> Result<Vec<(String, u64)>> {
         .collect())
 }
 
-/// Deletes every object under the folder `url` (a failed job's shard, a
-/// store to replace) and returns how many there were. A bucket's top is
-/// refused: name the folder to delete.
+/// Deletes the object `url`, or every object under the folder `url` (a
+/// failed job's shard, a store to replace), and returns how many there
+/// were. A bucket's top is refused: name the folder to delete.
 ///
 /// # Errors
 /// The setting errors of [`Remote::open`](crate::Remote::open), before any
@@ -498,10 +498,13 @@ pub fn remove(url: &str, options: &RemoteOptions) -> Result<usize> {
             "it names a whole bucket; name the folder to delete".into(),
         ));
     }
-    let objects: Vec<ObjectPath> = list_all(&store, &prefix, url)?
+    let mut objects: Vec<ObjectPath> = list_all(&store, &prefix, url)?
         .into_iter()
         .map(|(_, object, _)| object)
         .collect();
+    if objects.is_empty() && is_object(&store, &prefix, url)? {
+        objects.push(prefix);
+    }
     let count = objects.len();
     let url = url.to_string();
     runtime::run(async move {
@@ -521,6 +524,18 @@ pub fn remove(url: &str, options: &RemoteOptions) -> Result<usize> {
             .await
     })?;
     Ok(count)
+}
+
+/// Whether an object is named `object` (not a folder of objects).
+fn is_object(store: &Arc<dyn ObjectStore>, object: &ObjectPath, url: &str) -> Result<bool> {
+    let (store, object, url) = (Arc::clone(store), object.clone(), url.to_string());
+    runtime::run(async move {
+        match store.head(&object).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(source) => Err(Error::list(&url, source)),
+        }
+    })
 }
 
 fn list_all(

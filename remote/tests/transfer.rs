@@ -205,6 +205,16 @@ fn shards_pushed_one_by_one_join_into_a_dataset_in_object_storage() {
     let tokens = dataset.stream("tokens").unwrap().as_ragged().unwrap();
     assert_eq!(tokens.gather_dyn(&[4]).unwrap().len(), 1);
 
+    // `remove` takes one object too.
+    let manifest_url = format!("{url}/dataset.zr");
+    assert_eq!(zrecord_remote::remove(&manifest_url, &options).unwrap(), 1);
+    assert_eq!(zrecord_remote::remove(&manifest_url, &options).unwrap(), 0);
+    assert!(matches!(
+        zrecord_remote::open_dataset(&url, options.clone()).unwrap_err(),
+        Error::Incomplete { .. }
+    ));
+    zrecord_remote::join_dataset(&url, &options).unwrap();
+
     // The same shards joined locally give the same manifest.
     std::fs::remove_dir_all(dir.path().join("part-1-failed")).unwrap();
     assert_eq!(zrecord::Dataset::join(dir.path()).unwrap(), manifest);
