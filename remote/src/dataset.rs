@@ -125,10 +125,13 @@ pub fn join_dataset(url: &str, options: &RemoteOptions) -> Result<Manifest> {
         shards.entry(folder).or_default().push((parts, meta));
     }
     let folders: Vec<String> = shards.keys().cloned().collect();
+    let mut contents = read_shards(&store, url, shards, options);
     let mut failed = None;
     let joined = Manifest::join(url.as_ref(), folders, |folder| {
-        let objects = shards.remove(folder).unwrap_or_default();
-        shard_contents(&store, &format!("{url}/{folder}"), objects, options).map_err(|e| {
+        let found = contents
+            .remove(folder)
+            .unwrap_or_else(|| Ok(Default::default()));
+        found.map_err(|e| {
             let message = e.to_string();
             failed = Some(e);
             zrecord::Error::InvalidArgument(message)
@@ -153,6 +156,38 @@ pub fn join_dataset(url: &str, options: &RemoteOptions) -> Result<Manifest> {
             })
     })?;
     Ok(manifest)
+}
+
+/// Shard folders whose headers are read at once: each is a few requests,
+/// so a join of thousands of shards waits on latency, not bandwidth.
+const SHARDS_IN_FLIGHT: usize = 16;
+
+/// What each shard folder (its objects by their paths below it) holds, read
+/// by [`SHARDS_IN_FLIGHT`] threads.
+fn read_shards(
+    store: &Arc<dyn ObjectStore>,
+    url: &str,
+    shards: HashMap<String, Vec<(Vec<String>, ObjectMeta)>>,
+    options: &RemoteOptions,
+) -> HashMap<String, Result<ShardContents>> {
+    let threads = shards.len().min(SHARDS_IN_FLIGHT);
+    let shards = std::sync::Mutex::new(shards.into_iter());
+    let read = std::sync::Mutex::new(HashMap::new());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                loop {
+                    let next = shards.lock().unwrap_or_else(|e| e.into_inner()).next();
+                    let Some((folder, objects)) = next else { break };
+                    let found = shard_contents(store, &format!("{url}/{folder}"), objects, options);
+                    read.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(folder, found);
+                }
+            });
+        }
+    });
+    read.into_inner().unwrap_or_else(|e| e.into_inner())
 }
 
 /// What the shard folder `url` holds, from its `objects` (paths below it):
