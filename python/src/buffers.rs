@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 use zrecord::{DType, DynRaggedBatch, DynVec, RaggedLayout};
 
-use crate::recycler::{Recycled, Recycler};
+use crate::recycler::{Recycled, Recycler, Reusable};
 use zrecord_loader::Batch;
 
 use crate::error;
@@ -104,10 +104,7 @@ pub fn gather_dense<F>(
 where
     F: FnOnce(&[u64], &mut DynVec) -> zrecord::Result<()> + Send,
 {
-    let indices = self::indices(indices)?;
-    let mut values = home.take(slot, dtype);
-    py.detach(|| gather(&indices, &mut values))
-        .map_err(error::store)?;
+    let (indices, values) = gathered(py, home, slot, dtype, indices, gather)?;
     let shape = std::iter::once(indices.len())
         .chain(item_shape.iter().copied())
         .collect();
@@ -127,11 +124,29 @@ pub fn gather_ragged<'py, F>(
 where
     F: FnOnce(&[u64], &mut DynRaggedBatch) -> zrecord::Result<()> + Send,
 {
-    let indices = self::indices(indices)?;
-    let mut batch = home.take(slot, dtype);
-    py.detach(|| gather(&indices, &mut batch))
-        .map_err(error::store)?;
+    let (_, batch) = gathered(py, home, slot, dtype, indices, gather)?;
     ragged(py, batch, home, slot)
+}
+
+/// Records `indices` (`uint64` bytes) read by `gather` with the GIL
+/// released into a buffer of `home`'s `slot`; the indices too.
+fn gathered<T, F>(
+    py: Python<'_>,
+    home: &Arc<Recycler>,
+    slot: usize,
+    dtype: DType,
+    indices: &[u8],
+    gather: F,
+) -> PyResult<(Vec<u64>, T)>
+where
+    T: Reusable,
+    F: FnOnce(&[u64], &mut T) -> zrecord::Result<()> + Send,
+{
+    let indices = self::indices(indices)?;
+    let mut buffer = home.take(slot, dtype);
+    py.detach(|| gather(&indices, &mut buffer))
+        .map_err(error::store)?;
+    Ok((indices, buffer))
 }
 
 /// Dense records gathered into `values` (taken from `home` for `slot`),

@@ -27,6 +27,7 @@ fn _zrecord(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(remote::list_url, m)?)?;
     m.add_function(wrap_pyfunction!(remote::remove_url, m)?)?;
     m.add_function(wrap_pyfunction!(remote::join_url, m)?)?;
+    m.add_function(wrap_pyfunction!(remote::manifest_shards, m)?)?;
     m.add("ZrecordError", m.py().get_type::<error::ZrecordError>())?;
     m.add("FORMAT_VERSION", zrecord::FORMAT_VERSION)?;
     Ok(())

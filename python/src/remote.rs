@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use zrecord::dataset::MANIFEST_FILE;
+use zrecord::dataset::{MANIFEST_FILE, Manifest};
 use zrecord::{AnyStore, OpenOptions};
 use zrecord_remote::{Remote, RemoteOptions};
 
@@ -118,6 +118,32 @@ pub fn join_url(py: Python<'_>, url: &str, options: Settings) -> PyResult<Vec<(S
     let manifest = py
         .detach(|| zrecord_remote::join_dataset(url, &settings))
         .map_err(error::remote)?;
+    Ok(manifest
+        .shards
+        .into_iter()
+        .map(|s| (s.folder, s.records))
+        .collect())
+}
+
+/// The shards `(folder, records)` the `dataset.zr` of the dataset folder or
+/// URL `path` lists, read from the manifest alone.
+#[pyfunction]
+#[pyo3(signature = (path, options = None))]
+pub fn manifest_shards(
+    py: Python<'_>,
+    path: &str,
+    options: Settings,
+) -> PyResult<Vec<(String, u64)>> {
+    let manifest = if path.contains("://") {
+        let settings = settings(options);
+        py.detach(|| zrecord_remote::read_manifest(path, &settings))
+            .map_err(error::remote)?
+    } else {
+        let file = std::path::Path::new(path).join(MANIFEST_FILE);
+        let bytes = std::fs::read(&file)
+            .map_err(|e| ZrecordError::new_err(format!("cannot read {}: {e}", file.display())))?;
+        Manifest::decode(path.as_ref(), &bytes).map_err(error::store)?
+    };
     Ok(manifest
         .shards
         .into_iter()

@@ -52,7 +52,6 @@ import numpy as np
 from . import _zrecord
 from ._dtypes import from_numpy
 from ._store import Ragged, Store, is_url, join
-from ._store import open as open_dataset
 
 PENDING = ".pending-"
 PART = "part-"
@@ -371,6 +370,11 @@ def _remove(path, entry, options):
         os.remove(os.path.join(path, entry))
 
 
+def _listed_shards(path, options):
+    """The shard folders the `dataset.zr` at `path` lists (read alone)."""
+    return [folder for folder, _ in _zrecord.manifest_shards(os.fspath(path), options)]
+
+
 def _location(path):
     return path if is_url(path) else os.fspath(path)
 
@@ -387,7 +391,7 @@ def prepare(path, options=None, overwrite=False):
     entries = _entries(path, options)
     replaced = []
     if overwrite and MANIFEST in entries:
-        replaced = [MANIFEST] + [f for f, _ in open_dataset(path, options=options).shards]
+        replaced = [MANIFEST] + _listed_shards(path, options)
     others = [e for e in entries if not e.startswith((PENDING, PART)) and e not in replaced]
     if others:
         hint = "" if overwrite else "; overwrite replaces a dataset"
@@ -421,7 +425,7 @@ def abort(path, options=None):
     entries = _entries(path, options)
     kept = set()
     if MANIFEST in entries:
-        kept = {folder for folder, _ in open_dataset(path, options=options).shards}
+        kept = set(_listed_shards(path, options))
     for entry in entries:
         if entry.startswith((PENDING, PART)) and entry not in kept:
             _remove(path, entry, options)

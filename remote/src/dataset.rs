@@ -158,6 +158,21 @@ pub fn join_dataset(url: &str, options: &RemoteOptions) -> Result<Manifest> {
     Ok(manifest)
 }
 
+/// The manifest of the dataset at `url` — its streams and shards — read
+/// from its `dataset.zr` alone, no shard opened.
+///
+/// # Errors
+/// The setting errors of [`Remote::open`], before any request;
+/// [`Error::Fetch`] when `dataset.zr` cannot be read; [`Error::Dataset`]
+/// for a damaged one.
+pub fn read_manifest(url: &str, options: &RemoteOptions) -> Result<Manifest> {
+    let url = url.trim_end_matches('/');
+    let (store, prefix) = store_for_url(url, options)?;
+    let object = ObjectPath::from(prefix.trim_matches('/')).join(MANIFEST_FILE);
+    let bytes = read_object(&store, &object, &format!("{url}/{MANIFEST_FILE}"))?;
+    Manifest::decode(url.as_ref(), &bytes).map_err(Error::Dataset)
+}
+
 /// Shard folders whose headers are read at once: each is a few requests,
 /// so a join of thousands of shards waits on latency, not bandwidth.
 const SHARDS_IN_FLIGHT: usize = 16;

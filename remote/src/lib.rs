@@ -59,7 +59,7 @@ mod stats;
 mod stores;
 mod transfer;
 
-pub use dataset::{join_dataset, open_dataset, open_dataset_with_store};
+pub use dataset::{join_dataset, open_dataset, open_dataset_with_store, read_manifest};
 pub use error::{Error, Result};
 pub use options::RemoteOptions;
 pub use remote::Remote;

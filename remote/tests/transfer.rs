@@ -195,6 +195,10 @@ fn shards_pushed_one_by_one_join_into_a_dataset_in_object_storage() {
     assert!(zrecord_remote::list(&failed, &options).unwrap().is_empty());
 
     let manifest = zrecord_remote::join_dataset(&url, &options).unwrap();
+    assert_eq!(
+        zrecord_remote::read_manifest(&url, &options).unwrap(),
+        manifest
+    );
     let folders: Vec<&str> = manifest.shards.iter().map(|s| s.folder.as_str()).collect();
     assert_eq!(folders, ["part-0", "part-1"]);
     let dataset = zrecord_remote::open_dataset(&url, options.clone()).unwrap();
