@@ -44,6 +44,7 @@ fn a_store_error_names_the_step_and_stream() {
     let path = dir.path().join("bad");
     let store = zrecord::DenseStore::<u8>::create(&path, &[64], zrecord::Codec::Zstd).unwrap();
     store.append(&vec![3u8; 64 * 50]).unwrap();
+    store.sync().unwrap();
     drop(store);
     // Damage every frame's last (checksum) byte.
     let loc = std::fs::read(path.join("0.loc")).unwrap();

@@ -71,6 +71,11 @@ macro_rules! store_methods {
         ///
         /// Appends are committed (visible, and kept if the process dies) when
         /// `append` returns; `sync` also protects them against power loss.
+        /// An open of a store whose last appends were not synced reads and
+        /// checks those records (a power cut may have written the header
+        /// back before them) and keeps them only if every one is whole, else
+        /// the store opens as the last `sync` left it; a store whose writer
+        /// called `sync` last opens without reading any record.
         /// On a read-only handle there is nothing to flush.
         ///
         /// # Errors

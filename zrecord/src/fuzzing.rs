@@ -9,6 +9,7 @@
 use std::path::Path;
 
 use crate::format::journal::{read_delete, read_move, slice_reader};
+use crate::format::meta::encode_file;
 use crate::format::{
     LOC_ENTRY_LEN, MetaHeader, RecordLoc, StoreHeader, decode_shape, encode_shape,
 };
@@ -43,10 +44,17 @@ pub fn run(name: &str, data: &[u8], dir: &Path) {
     }
 }
 
-/// `meta.zr`: decode, and a decoded header encodes back to the same bytes.
+/// `meta.zr`, with and without the synced copy: decode, and decoded
+/// headers encode back to the same bytes.
 pub fn meta(data: &[u8]) {
-    if let Ok(h) = MetaHeader::decode(Path::new("meta.zr"), data) {
-        assert_eq!(&h.encode()[..], data, "meta.zr decodes and encodes back");
+    for synced in [false, true] {
+        if let Ok((h, copy)) = MetaHeader::decode_file(Path::new("meta.zr"), data, synced) {
+            assert_eq!(
+                encode_file(&h, copy.as_ref()),
+                data,
+                "meta.zr decodes and encodes back"
+            );
+        }
     }
 }
 

@@ -267,6 +267,7 @@ mod tests {
         let path = dir.path().join("s");
         let store = RaggedStore::<u32>::create(&path, Codec::Zstd).unwrap();
         store.append_slices(&[vec![1u32, 2], vec![3]]).unwrap();
+        store.sync().unwrap(); // what follows damages a durable store
         drop(store);
         // Record 1's payload entry (physical entry 2): 6 bytes, not whole u32s.
         let loc = path.join("0.loc");

@@ -14,6 +14,8 @@ fn stores(dir: &Path) -> (DenseStore<u8>, RaggedStore<i32>) {
     dense.append(&(0..12).collect::<Vec<u8>>()).unwrap();
     let ragged = RaggedStore::<i32>::create(dir.join("ragged"), Codec::Raw).unwrap();
     ragged.append_slices(&[vec![1, 2, 3], vec![4]]).unwrap();
+    dense.sync().unwrap();
+    ragged.sync().unwrap();
     (dense, ragged)
 }
 
@@ -218,6 +220,12 @@ fn patch(path: &Path, at: usize, bytes: &[u8]) {
     fs::write(path, b).unwrap();
 }
 
+/// Patches `meta.zr`'s current header and its synced copy alike.
+fn patch_meta(store: &Path, at: usize, bytes: &[u8]) {
+    patch(&store.join("meta.zr"), at, bytes);
+    patch(&store.join("meta.zr"), 32 + at, bytes);
+}
+
 #[test]
 fn damaged_stores_do_not_open() {
     let dir = tempfile::tempdir().unwrap();
@@ -300,10 +308,27 @@ fn damaged_stores_do_not_open() {
     assert!(
         matches!(open_fails(&short_loc), Error::Corrupt { reason, .. } if reason.contains("record-table entries"))
     );
-    let longer = damaged(d, "length-too-long", |p| {
+    let longer = damaged(d, "length-too-long", |p| patch_meta(p, 14, &[9]));
+    assert!(matches!(open_fails(&longer), Error::Corrupt { .. }));
+    // The current header alone damaged: the store opens at its synced copy.
+    let current = damaged(d, "current-length-too-long", |p| {
         patch(&p.join("meta.zr"), 14, &[9])
     });
-    assert!(matches!(open_fails(&longer), Error::Corrupt { .. }));
+    let store = DenseStore::<u8>::open(&current).unwrap();
+    assert_eq!(store.len(), 3);
+    assert_eq!(store.verify().unwrap().records, 3);
+    drop(store);
+    assert_eq!(
+        fs::read(current.join("meta.zr")).unwrap()[14],
+        3,
+        "rolled back"
+    );
+    let copies = damaged(d, "headers-disagree", |p| {
+        patch(&p.join("meta.zr"), 32 + 5, &[0])
+    });
+    assert!(
+        matches!(open_fails(&copies), Error::Corrupt { reason, .. } if reason.contains("two headers"))
+    );
     let short_chunk = damaged(d, "short-chunk", |p| {
         let b = fs::read(p.join("0.chunk")).unwrap();
         fs::write(p.join("0.chunk"), &b[..b.len() - 1]).unwrap();
@@ -313,9 +338,7 @@ fn damaged_stores_do_not_open() {
         fs::remove_file(p.join("0.chunk")).unwrap()
     });
     assert!(matches!(open_fails(&no_chunk), Error::Corrupt { .. }));
-    let dict_codec = damaged(d, "dict-codec-without-dict", |p| {
-        patch(&p.join("meta.zr"), 5, &[2])
-    });
+    let dict_codec = damaged(d, "dict-codec-without-dict", |p| patch_meta(p, 5, &[2]));
     assert!(matches!(
         open_fails(&dict_codec),
         Error::MissingDictionary { .. }
@@ -338,6 +361,7 @@ fn non_zero_reserved_header_bytes_are_refused() {
         ("store.zr", 6..8),
         ("store.zr", 24..32),
         ("meta.zr", 28..32),
+        ("meta.zr", 60..64),
     ];
     for (file, range) in reserved {
         for at in range {

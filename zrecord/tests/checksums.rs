@@ -46,10 +46,10 @@ fn raw_dense_record_covered(io: Io) {
     let dir = tempfile::tempdir().unwrap();
     let values: Vec<u8> = (0..5 * 300).map(|i| (i * 7 % 251) as u8).collect();
     let path = dir.path().join("s");
-    DenseStore::<u8>::create(&path, &[300], Codec::Raw)
-        .unwrap()
-        .append(&values)
-        .unwrap();
+    let store = DenseStore::<u8>::create(&path, &[300], Codec::Raw).unwrap();
+    store.append(&values).unwrap();
+    store.sync().unwrap(); // what follows damages a durable store
+    drop(store);
     let (start, stored) = span(&path, 3);
     assert_eq!(stored, 304, "300 bytes and a 4-byte CRC-32C");
     // Every byte of record 3, its checksum included.
@@ -96,6 +96,7 @@ fn payloads_and_shape_records_of_ragged_stores_are_covered() {
         store
             .append_slices(&[vec![1u16, 2, 3], vec![4, 5], vec![6]])
             .unwrap();
+        store.sync().unwrap(); // what follows damages a durable store
         drop(store);
         // Physical records: payload 2i, shape 2i + 1. Flip the second
         // dimension byte of record 1's shape, then (raw) a payload byte.

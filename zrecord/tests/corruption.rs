@@ -24,6 +24,7 @@ fn a_flipped_byte_in_a_frame_fails_gather_and_verify() {
     let path = dir.path().join("s");
     let store = DenseStore::<u8>::create(&path, &[256], Codec::Zstd).expect("create the store");
     store.append(&records()).expect("append the records");
+    store.sync().unwrap(); // what follows damages a durable store
     drop(store);
     let chunk = fs::read(path.join("0.chunk")).unwrap();
     // Record 5's frame: its table entry says where.
@@ -59,6 +60,7 @@ fn impossible_locations_are_errors_not_faults() {
     let path = dir.path().join("s");
     let store = DenseStore::<u8>::create(&path, &[256], Codec::Raw).expect("create the store");
     store.append(&records()).expect("append the records");
+    store.sync().unwrap(); // what follows damages a durable store
     drop(store);
     // Record 2 now claims bytes far past the end of the chunk (inside the map,
     // past the file): reading them would fault.
@@ -85,6 +87,7 @@ fn overlapping_records_fail_verify() {
     let path = dir.path().join("s");
     let store = DenseStore::<u8>::create(&path, &[256], Codec::Raw).expect("create the store");
     store.append(&records()).expect("append the records");
+    store.sync().unwrap(); // what follows damages a durable store
     drop(store);
     // Record 6 points at record 1's bytes.
     let loc = fs::read(path.join("0.loc")).unwrap();
@@ -109,6 +112,7 @@ fn damaged_shape_records_fail_verify_and_the_gathers_that_read_them() {
         ndarray::arr2(&[[5u16, 6], [7, 8]]).into_dyn(),
     ];
     store.append(&records).expect("append the records");
+    store.sync().unwrap(); // what follows damages a durable store
     drop(store);
     // Record k's shape record is physical record 2k + 1. Say record 1 (rank
     // 1) has 2 elements, and record 2 (rank 2) has shape [2, 1].
@@ -151,6 +155,7 @@ fn invalid_bools_on_disk_are_errors() {
     let path = dir.path().join("s");
     let store = DenseStore::<bool>::create(&path, &[4], Codec::Raw).expect("create the store");
     store.append(&[true; 8]).expect("append the records");
+    store.sync().unwrap(); // what follows damages a durable store
     drop(store);
     // Byte 1 of record 1 (4 bools and a 4-byte checksum per record).
     patch(&path.join("0.chunk"), 8 + 1, &[3]);

@@ -40,6 +40,13 @@ fn patch(path: &Path, at: u64, bytes: &[u8]) {
         .unwrap();
 }
 
+/// Patches `meta.zr`'s current header and its synced copy alike, as a
+/// crafted store that was synced would hold them.
+fn patch_meta(store: &Path, at: u64, bytes: &[u8]) {
+    patch(&store.join("meta.zr"), at, bytes);
+    patch(&store.join("meta.zr"), 32 + at, bytes);
+}
+
 /// What each entry of a folder is: its kind, size and (for files up to
 /// 16 MiB) a CRC of its bytes — enough to see any change without reading
 /// a sparse 4 GiB file.
@@ -63,11 +70,12 @@ fn snapshot(dir: &Path) -> BTreeMap<String, (String, u64, u32)> {
         .collect()
 }
 
-/// A dense u8 `[4]` store of ten records, closed.
+/// A dense u8 `[4]` store of ten records, synced and closed.
 fn dense(dir: &Path, name: &str, codec: Codec) -> PathBuf {
     let path = dir.join(name);
     let store = DenseStore::<u8>::create(&path, &[4], codec).unwrap();
     store.append(&(0..40).collect::<Vec<u8>>()).unwrap();
+    store.sync().unwrap();
     path
 }
 
@@ -184,7 +192,7 @@ fn a_huge_tail_chunk_is_an_error_not_an_allocation() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let path = dense(dir.path(), "s", Codec::Raw);
-    patch(&path.join("meta.zr"), 6, &[0xFF; 4]);
+    patch_meta(&path, 6, &[0xFF; 4]);
     let e = open_fails(&path);
     assert!(
         matches!(&e, Error::Corrupt { path: p, .. } if p.ends_with("1.chunk")),
@@ -200,7 +208,7 @@ fn a_huge_tail_chunk_is_an_error_not_an_allocation() {
     }
     // A length of u64::MAX is found as quickly: the second segment is missing.
     let path = dense(dir.path(), "t", Codec::Raw);
-    patch(&path.join("meta.zr"), 14, &u64::MAX.to_le_bytes());
+    patch_meta(&path, 14, &u64::MAX.to_le_bytes());
     assert!(matches!(open_fails(&path), Error::Corrupt { .. }));
 }
 
@@ -295,10 +303,10 @@ fn records_past_the_format_limits_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     // A ragged record whose entry claims 2^32 - 1 bytes.
     let path = dir.path().join("ragged");
-    RaggedStore::<u8>::create(&path, Codec::Raw)
-        .unwrap()
-        .append_slices(&[vec![1u8, 2, 3]])
-        .unwrap();
+    let store = RaggedStore::<u8>::create(&path, Codec::Raw).unwrap();
+    store.append_slices(&[vec![1u8, 2, 3]]).unwrap();
+    store.sync().unwrap();
+    drop(store);
     patch(&path.join("0.loc"), 8, &u32::MAX.to_le_bytes());
     let store = zrecord::OpenOptions::new()
         .read_only(true)
@@ -351,12 +359,8 @@ fn a_two_gib_record_is_verified_in_bounded_memory_and_repeats_cannot_overflow() 
         .flat_map(|v| v.to_le_bytes())
         .collect();
     fs::write(path.join("0.loc"), entry).unwrap();
-    patch(
-        &path.join("meta.zr"),
-        10,
-        &(frame.len() as u32).to_le_bytes(),
-    );
-    patch(&path.join("meta.zr"), 14, &1u64.to_le_bytes());
+    patch_meta(&path, 10, &(frame.len() as u32).to_le_bytes());
+    patch_meta(&path, 14, &1u64.to_le_bytes());
 
     let store = zrecord::OpenOptions::new()
         .read_only(true)
@@ -471,7 +475,7 @@ fn unknown_versions_and_features_name_what_they_saw() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let path = dense(dir.path(), "features", Codec::Raw);
-    patch(&path.join("store.zr"), 20, &[0x03, 0, 0, 0x80]);
+    patch(&path.join("store.zr"), 20, &[0x07, 0, 0, 0x80]);
     assert!(matches!(
         open_fails(&path),
         Error::UnsupportedFeature {

@@ -341,10 +341,11 @@ fn now_nanos() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// `meta.zr`'s frontier: (tail_chunk, tail_offset, length, loc_segment_bits).
+/// `meta.zr`'s current frontier: (tail_chunk, tail_offset, length,
+/// loc_segment_bits), from its first header (the synced copy follows).
 fn meta_frontier(store: &Path) -> (u32, u32, u64, u8) {
     let meta = fs::read(store.join("meta.zr")).expect("read meta.zr");
-    assert_eq!(meta.len(), 32, "meta.zr is 32 bytes");
+    assert_eq!(meta.len(), 64, "meta.zr is two 32-byte headers");
     (
         u32::from_le_bytes(meta[6..10].try_into().unwrap()),
         u32::from_le_bytes(meta[10..14].try_into().unwrap()),

@@ -71,6 +71,38 @@ fn the_version_1_dumps_in_format_md_open_and_read_back() {
     store.verify().unwrap();
 }
 
+#[test]
+fn a_store_without_the_synced_header_opens_and_keeps_its_layout() {
+    let dumps = dumps();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("features-3");
+    std::fs::create_dir(&path).unwrap();
+    for name in ["0.loc", "0.chunk"] {
+        std::fs::write(path.join(name), &dumps[name]).unwrap();
+    }
+    for name in ["store.zr", "meta.zr"] {
+        std::fs::write(path.join(name), &dumps[&format!("features-3/{name}")]).unwrap();
+    }
+    let store = DenseStore::<u16>::open(&path).unwrap();
+    assert_eq!(
+        store.gather(&[1, 0]).unwrap().into_raw_vec_and_offset().0,
+        [3, 4, 1, 2]
+    );
+    store.append(&[5, 6]).unwrap();
+    store.sync().unwrap();
+    drop(store);
+    let meta = std::fs::read(path.join("meta.zr")).unwrap();
+    assert_eq!(
+        meta.len(),
+        32,
+        "a features-3 store keeps its 32-byte meta.zr"
+    );
+    assert_eq!(meta[14], 3, "its length is 3");
+    let store = DenseStore::<u16>::open(&path).unwrap();
+    assert_eq!(store.len(), 3);
+    store.verify().unwrap();
+}
+
 /// The ```text NAME blocks of FORMAT.md.
 fn texts() -> BTreeMap<String, String> {
     let doc = include_str!("../FORMAT.md");

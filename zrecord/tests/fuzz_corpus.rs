@@ -43,6 +43,9 @@ fn write_seeds() {
     let v1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format-v1");
     for entry in std::fs::read_dir(&v1).unwrap() {
         let path = entry.unwrap().path();
+        if !path.is_dir() {
+            continue; // the fixtures' README
+        }
         let name = format!("v1-{}", path.file_name().unwrap().to_string_lossy());
         seeds.push(("store", name.clone(), fuzzing::pack_store(&path).unwrap()));
         seeds.push((

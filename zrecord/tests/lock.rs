@@ -496,6 +496,9 @@ fn create_on_an_existing_store_is_already_exists_and_changes_nothing() {
     let ragged_path = dir.path().join("ragged");
     let dense = new_dense(&dense_path, 12);
     let ragged = new_ragged(&ragged_path, 6);
+    // Synced, so closing them below changes nothing either.
+    dense.sync().unwrap();
+    ragged.sync().unwrap();
     let names = listing(dir.path());
     let dense_files = snapshot(&dense_path);
     let ragged_files = snapshot(&ragged_path);

@@ -38,8 +38,9 @@ impl Frames {
     pub(crate) fn from_store(dir: &Path, codec: &Codec, source: &Source) -> io::Result<Frames> {
         let group = 1 + usize::from(matches!(source, Source::Ragged(_)));
         let bad = |why: String| io::Error::new(io::ErrorKind::InvalidData, why);
+        // The current header: the first 32 bytes (a synced copy may follow).
         let meta = std::fs::read(dir.join("meta.zr"))?;
-        if meta.len() != 32 || &meta[..4] != b"ZREC" || !matches!(meta[4], 1 | 2) {
+        if !matches!(meta.len(), 32 | 64) || &meta[..4] != b"ZREC" || !matches!(meta[4], 1 | 2) {
             return Err(bad("meta.zr is not a version-1 or -2 zrecord header".into()));
         }
         let u32_at = |b: &[u8], at: usize| {

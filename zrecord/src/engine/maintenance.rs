@@ -297,9 +297,15 @@ impl Engine {
         let segments = self.geometry.segments_for(phys_len);
         let entries = self.geometry.segment_entries();
         self.journal_flag.store(false, Ordering::Release);
-        self.write_meta(chunk, offset, phys_len)?;
         // The new frontier is durable before the bytes past it are cut.
-        self.meta.sync()?;
+        self.write_meta_durably(chunk, offset, phys_len)?;
+        {
+            let w = self
+                .writer
+                .get_mut()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            (w.tail_chunk, w.tail_offset) = (chunk, offset);
+        }
         let storage = Arc::clone(&self.storage);
         let files = self.files_exclusive();
         for (c, &fill) in fills.iter().enumerate() {
@@ -323,13 +329,10 @@ impl Engine {
             .file
             .set_len((phys_len - (segments - 1) * entries) * LOC_ENTRY_LEN as u64)?;
 
-        let w = self
-            .writer
+        self.writer
             .get_mut()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        w.tail_chunk = chunk;
-        w.tail_offset = offset;
-        w.touch(Some(0), Some(0));
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .touch(Some(0), Some(0));
         self.sync()?;
         Ok(progress)
     }
@@ -437,8 +440,7 @@ impl Engine {
         }
         tail.file.file.sync()?;
         tail.committed.fetch_max(at, Ordering::AcqRel);
-        self.write_meta(tail_chunk, at, self.len.load(Ordering::Acquire))?;
-        self.meta.sync()?;
+        self.write_meta_durably(tail_chunk, at, self.len.load(Ordering::Acquire))?;
         self.writer().tail_offset = at;
         self.write_locs_durably(moved.iter().map(|&(loc, phys)| (phys, loc)))?;
         crate::hooks::hold("compact:relocated");

@@ -13,6 +13,7 @@ mod open;
 mod prefetch;
 mod ragged_reads;
 mod runs;
+mod unsynced;
 mod verify;
 
 use std::fs;
@@ -31,7 +32,7 @@ pub use verify::VerifyReport;
 use crate::codec::CodecRuntime;
 use crate::format::{
     CodecTag, DICT_FILE, Geometry, META_FILE, MetaFlags, MetaHeader, STORE_FILE, StoreFeatures,
-    StoreHeader, TypeIdentity, checksum, chunk_file, loc_file,
+    StoreHeader, TypeIdentity, checksum, chunk_file, loc_file, meta,
 };
 use crate::storage::{Access, Disk, Io, Storage, StorageFile};
 use crate::{Codec, Error, Location, OpenOptions, Result};
@@ -84,6 +85,13 @@ impl Writer {
     }
 }
 
+/// The two headers of `meta.zr` as last written.
+#[derive(Clone, Copy, Debug)]
+struct Headers {
+    current: MetaHeader,
+    synced: MetaHeader,
+}
+
 pub(crate) struct Engine {
     /// Where the store is, as errors name it.
     dir: PathBuf,
@@ -106,6 +114,9 @@ pub(crate) struct Engine {
     /// `meta.zr`'s journal flag: set while a delete or compaction may leave
     /// a journal behind.
     journal_flag: AtomicBool,
+    /// The headers `meta.zr` holds, in stores with the `synced_header`
+    /// feature (the current one and the copy of the last synced one).
+    headers: Option<Mutex<Headers>>,
     /// The open files. Readers clone the `Arc` and let go of the lock at
     /// once; a writer that adds files publishes a new table.
     files: RwLock<Arc<FileTable>>,
@@ -331,9 +342,9 @@ impl Engine {
         self.writer.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Writes the header: the commit point of every change.
-    fn write_meta(&self, tail_chunk: u32, tail_offset: u64, length: u64) -> Result<()> {
-        let header = MetaHeader {
+    /// The header committing `length` records up to the given frontier.
+    fn header(&self, tail_chunk: u32, tail_offset: u64, length: u64) -> Result<MetaHeader> {
+        Ok(MetaHeader {
             version: self.version,
             codec: CodecTag::from(self.codec()),
             geometry: self.geometry,
@@ -345,8 +356,54 @@ impl Engine {
                 MetaFlags::JOURNAL,
                 self.journal_flag.load(Ordering::Acquire),
             ),
+        })
+    }
+
+    /// Writes the header: the commit point of every change. Not durable
+    /// until a sync; the synced copy after it stays as it was.
+    fn write_meta(&self, tail_chunk: u32, tail_offset: u64, length: u64) -> Result<()> {
+        let header = self.header(tail_chunk, tail_offset, length)?;
+        self.write_header(&header, false)
+    }
+
+    /// Writes the header and makes it durable, with the copy of the synced
+    /// header naming it too: every byte it commits must be durable already.
+    fn write_meta_durably(&self, tail_chunk: u32, tail_offset: u64, length: u64) -> Result<()> {
+        let header = self.header(tail_chunk, tail_offset, length)?;
+        self.write_header(&header, true)
+    }
+
+    /// Writes `meta.zr` with `header` as the current header; when `durable`,
+    /// also as the synced copy, and syncs the file.
+    fn write_header(&self, header: &MetaHeader, durable: bool) -> Result<()> {
+        let Some(headers) = &self.headers else {
+            self.meta.write_at(&header.encode(), 0)?;
+            return if durable { self.meta.sync() } else { Ok(()) };
         };
-        self.meta.write_at(&header.encode(), 0)
+        let mut headers = headers.lock().unwrap_or_else(PoisonError::into_inner);
+        let synced = if durable { *header } else { headers.synced };
+        self.meta
+            .write_at(&meta::encode_file(header, Some(&synced)), 0)?;
+        headers.current = *header;
+        if durable {
+            self.meta.sync()?;
+            headers.synced = synced;
+        }
+        Ok(())
+    }
+
+    /// Makes the header last written durable, as the synced copy too.
+    fn sync_meta(&self) -> Result<()> {
+        let current = match &self.headers {
+            None => return self.meta.sync(),
+            Some(headers) => {
+                headers
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .current
+            }
+        };
+        self.write_header(&current, true)
     }
 
     /// Space accounting; reads the whole record table.
@@ -394,7 +451,7 @@ impl Engine {
         if w.dirty_meta {
             // New files' names first: the header may count them.
             self.storage.sync()?;
-            self.meta.sync()?;
+            self.sync_meta()?;
         }
         w.dirty_chunks_from = None;
         w.dirty_segments_from = None;
@@ -433,6 +490,28 @@ impl Engine {
     }
 }
 
+impl Drop for Engine {
+    /// Closing a writable handle syncs what it committed and did not sync
+    /// yet, so the next open need not check those appends (a failure here
+    /// loses nothing: the next open checks them instead). A handle a failed
+    /// write left unsure writes nothing more.
+    fn drop(&mut self) {
+        if self.options.read_only || self.failed.load(Ordering::Acquire) {
+            return;
+        }
+        let dirty = {
+            let w = self
+                .writer
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner);
+            w.dirty_meta || w.dirty_chunks_from.is_some() || w.dirty_segments_from.is_some()
+        };
+        if dirty {
+            let _ = self.sync();
+        }
+    }
+}
+
 /// Writes the files of an empty store into `storage`, durably; `store.zr` last.
 fn write_new_store(
     storage: &dyn Storage,
@@ -452,8 +531,11 @@ fn write_new_store(
     }
     write(&loc_file(0), &[])?;
     write(&chunk_file(0), &[])?;
-    write(META_FILE, &MetaHeader::new(codec, geometry).encode())?;
+    let store = StoreHeader::new(identity.clone());
+    let header = MetaHeader::new(codec, geometry);
+    let synced = store.features.synced_header.then_some(&header);
+    write(META_FILE, &meta::encode_file(&header, synced))?;
     storage.sync()?;
-    write(STORE_FILE, &StoreHeader::new(identity.clone()).encode())?;
+    write(STORE_FILE, &store.encode())?;
     storage.sync()
 }

@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use super::journal::{self, Found};
 use super::runs::RunShape;
-use super::{Engine, FileTable, Writer};
+use super::unsynced::{self, Unsynced};
+use super::{Engine, FileTable, Headers, Writer};
 use crate::codec::CodecRuntime;
 use crate::format::journal::{PendingDelete, PendingMove};
 use crate::format::{
@@ -41,7 +42,7 @@ pub struct DiscardedJournal {
 }
 
 /// A store's data files, opened and sized, nothing written yet.
-struct DataFiles {
+pub(super) struct DataFiles {
     /// Each segment's file and size.
     segments: Vec<(Arc<dyn StorageFile>, u64)>,
     /// Each chunk's file and size.
@@ -129,23 +130,54 @@ impl Engine {
         let store_bytes = storage::read_small(&*storage, STORE_FILE, MAX_STORE_FILE_BYTES)?
             .ok_or_else(|| Error::corrupt(&store_path, "missing"))?;
         let header = StoreHeader::decode(&store_path, &store_bytes)?;
-        let meta_len = meta.len()?.min(META_LEN as u64 + 1);
+        let meta_len = meta.len()?.min(2 * META_LEN as u64 + 1);
         let mut meta_bytes = vec![0; meta_len as usize];
         meta.read_at(&mut meta_bytes, 0)?;
-        let m = MetaHeader::decode(&meta_path, &meta_bytes)?;
-        if m.version != header.version {
+        let (current, synced) =
+            MetaHeader::decode_file(&meta_path, &meta_bytes, header.features.synced_header)?;
+        if current.version != header.version {
             return Err(Error::corrupt(
                 &meta_path,
                 format!(
                     "format version {}, but store.zr has version {}",
-                    m.version, header.version
+                    current.version, header.version
                 ),
             ));
         }
-        let codec = CodecRuntime::new(read_codec(&*storage, m.codec)?, options.zstd_level)?;
+        let codec = CodecRuntime::new(read_codec(&*storage, current.codec)?, options.zstd_level)?;
         let group = match header.identity.kind() {
             StoreKind::Dense => 1,
             StoreKind::Ragged => 2,
+        };
+        let parts = Parts {
+            dir: dir.clone(),
+            storage: Arc::clone(&storage),
+            meta,
+            header,
+            group,
+        };
+        // Appends since the last sync that a power cut may have written back
+        // out of order are kept only when they check out.
+        let (m, unsynced) = match synced {
+            Some(s) if unsynced::suspect(&current, &s) => {
+                if Engine::unsynced_commits_hold(&parts, &codec, current, s, options)? {
+                    (current, Unsynced::Kept(s))
+                } else {
+                    let s = MetaHeader {
+                        flags: current.flags,
+                        ..s
+                    };
+                    (s, Unsynced::RolledBack)
+                }
+            }
+            _ => (current, Unsynced::None),
+        };
+        let m = match synced {
+            Some(s) if unsynced::delete_redone(&*storage, &current, &s, group) => MetaHeader {
+                length: s.length,
+                ..m
+            },
+            _ => m,
         };
         if m.length % group != 0 {
             return Err(Error::corrupt(
@@ -155,7 +187,7 @@ impl Engine {
         }
 
         let data = open_data_files(&*storage, &m, access)?;
-        let pending = read_journals(&*storage, &m, group, header.version, &data, repair)?;
+        let pending = read_journals(&*storage, &m, group, parts.header.version, &data, repair)?;
         if !write {
             if let Some((found, m)) = &pending.moved {
                 return Err(Error::NeedsRecovery {
@@ -179,49 +211,10 @@ impl Engine {
             remove_uncommitted(&*storage, &m, &data)?;
         }
 
-        let data_bytes = data.chunks.iter().map(|(_, len)| len).sum();
-        let mapped = storage.io(data_bytes) == Io::Mapped;
-        let run_shape = run_shape(&header, &codec);
-        let mut files = FileTable::new(Arc::clone(&storage), m.geometry, mapped, run_shape);
-        for (file, _) in data.segments {
-            files.push_segment(file)?;
-        }
-        let chunks = data.chunks.len();
-        for (c, (file, len)) in data.chunks.into_iter().enumerate() {
-            let committed = if c + 1 == chunks {
-                m.tail_offset.into()
-            } else {
-                len
-            };
-            files.push_chunk(file, committed)?;
-        }
-        let engine = Engine {
-            dir: dir.into(),
-            storage,
-            meta,
-            identity: header.identity,
-            codec,
-            geometry: m.geometry,
-            version: header.version,
-            features: header.features,
-            options,
-            group,
-            len: AtomicU64::new(m.length),
-            journal_flag: AtomicBool::new(m.flags.contains(MetaFlags::JOURNAL)),
-            files: RwLock::new(Arc::new(files)),
-            writer: Mutex::new(Writer {
-                tail_chunk: m.tail_chunk,
-                tail_offset: m.tail_offset.into(),
-                dirty_chunks_from: None,
-                dirty_segments_from: None,
-                dirty_meta: false,
-                payload_buf: Vec::new(),
-                table_buf: Vec::new(),
-            }),
-            failed: AtomicBool::new(false),
-        };
+        let engine = assemble(parts, codec, m, synced, data, options)?;
         if write {
             engine.finish_journals(pending.moved, pending.delete, &pending.found)?;
+            engine.settle(unsynced)?;
         }
         Ok((
             engine,
@@ -239,6 +232,7 @@ impl Engine {
         delete: Option<(Found, PendingDelete)>,
         found: &[PathBuf],
     ) -> Result<()> {
+        let redone = moved.is_some() || delete.is_some();
         if let Some((journal, m)) = moved {
             let files = self.files();
             let chunk = &files.chunks[m.loc.chunk as usize];
@@ -250,6 +244,11 @@ impl Engine {
         if let Some((_, d)) = delete {
             self.apply_delete(&d.targets)?;
         }
+        if redone {
+            // What was redone is durable before its journal's removal can
+            // be, as in the operation itself.
+            self.sync()?;
+        }
         for path in found {
             if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
                 self.storage.remove(name)?;
@@ -260,6 +259,79 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// What an open has read and checked before it settles on a header.
+#[derive(Clone)]
+pub(super) struct Parts {
+    pub(super) dir: PathBuf,
+    pub(super) storage: Arc<dyn Storage>,
+    /// `meta.zr`, locked.
+    pub(super) meta: Arc<dyn StorageFile>,
+    pub(super) header: StoreHeader,
+    /// Physical records per logical record.
+    pub(super) group: u64,
+}
+
+/// Builds the handle on the store `m` commits, from its opened data files.
+/// `synced` is `meta.zr`'s copy of the synced header, where it keeps one.
+pub(super) fn assemble(
+    parts: Parts,
+    codec: CodecRuntime,
+    m: MetaHeader,
+    synced: Option<MetaHeader>,
+    data: DataFiles,
+    options: OpenOptions,
+) -> Result<Engine> {
+    let Parts {
+        dir,
+        storage,
+        meta,
+        header,
+        group,
+    } = parts;
+    let data_bytes = data.chunks.iter().map(|(_, len)| len).sum();
+    let mapped = storage.io(data_bytes) == Io::Mapped;
+    let run_shape = run_shape(&header, &codec);
+    let mut files = FileTable::new(Arc::clone(&storage), m.geometry, mapped, run_shape);
+    for (file, _) in data.segments {
+        files.push_segment(file)?;
+    }
+    let chunks = data.chunks.len();
+    for (c, (file, len)) in data.chunks.into_iter().enumerate() {
+        let committed = if c + 1 == chunks {
+            m.tail_offset.into()
+        } else {
+            len
+        };
+        files.push_chunk(file, committed)?;
+    }
+    Ok(Engine {
+        dir,
+        storage,
+        meta,
+        identity: header.identity,
+        codec,
+        geometry: m.geometry,
+        version: header.version,
+        features: header.features,
+        options,
+        group,
+        len: AtomicU64::new(m.length),
+        journal_flag: AtomicBool::new(m.flags.contains(MetaFlags::JOURNAL)),
+        headers: synced.map(|synced| Mutex::new(Headers { current: m, synced })),
+        files: RwLock::new(Arc::new(files)),
+        writer: Mutex::new(Writer {
+            tail_chunk: m.tail_chunk,
+            tail_offset: m.tail_offset.into(),
+            dirty_chunks_from: None,
+            dirty_segments_from: None,
+            dirty_meta: false,
+            payload_buf: Vec::new(),
+            table_buf: Vec::new(),
+        }),
+        failed: AtomicBool::new(false),
+    })
 }
 
 /// Fails unless `dir` is a folder.
@@ -300,7 +372,11 @@ fn read_codec(storage: &dyn Storage, tag: CodecTag) -> Result<Codec> {
 /// Opens the table segments and chunks `meta.zr` needs and checks their
 /// sizes. Stops at the first missing file, so a crafted count costs
 /// nothing; writes nothing.
-fn open_data_files(storage: &dyn Storage, m: &MetaHeader, access: Access) -> Result<DataFiles> {
+pub(super) fn open_data_files(
+    storage: &dyn Storage,
+    m: &MetaHeader,
+    access: Access,
+) -> Result<DataFiles> {
     let g = m.geometry;
     let mut data = DataFiles {
         segments: Vec::new(),

@@ -62,7 +62,7 @@ impl Engine {
     /// Checks one logical record; returns its logical and stored sizes.
     /// Memory stays bounded: raw records are checked where they lie, frames
     /// are decoded a piece at a time.
-    fn verify_record(
+    pub(super) fn verify_record(
         &self,
         snap: &Snapshot<'_>,
         index: u64,

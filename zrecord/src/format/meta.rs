@@ -1,12 +1,14 @@
 //! `meta.zr`: the 32-byte physical header. Rewritten in place by every
-//! commit; the `length` field is the commit point.
+//! commit; the `length` field is the commit point. In stores with the
+//! `synced_header` feature a second copy follows it: the header as of the
+//! last completed sync.
 
 use std::path::Path;
 
 use super::{CodecTag, check_features, check_version, le};
 use crate::{Codec, Error, Result};
 
-/// Size of `meta.zr`.
+/// Size of one header, and of `meta.zr` without the `synced_header` feature.
 pub(crate) const META_LEN: usize = 32;
 const MAGIC: [u8; 4] = *b"ZREC";
 
@@ -214,6 +216,56 @@ impl MetaHeader {
         }
         Ok(header)
     }
+
+    /// Decodes the whole of `meta.zr`: the current header and, when the
+    /// store keeps one (`synced`), the header of the last completed sync,
+    /// which must agree with it on everything but the commit state.
+    pub(crate) fn decode_file(
+        path: &Path,
+        bytes: &[u8],
+        synced: bool,
+    ) -> Result<(MetaHeader, Option<MetaHeader>)> {
+        if !synced {
+            return Ok((MetaHeader::decode(path, bytes)?, None));
+        }
+        if bytes.len() != 2 * META_LEN {
+            return Err(Error::corrupt(
+                path,
+                format!(
+                    "meta.zr is {} bytes, expected {} (the header and its synced copy)",
+                    bytes.len(),
+                    2 * META_LEN
+                ),
+            ));
+        }
+        let (current, copy) = bytes.split_at(META_LEN);
+        let current = MetaHeader::decode(path, current)?;
+        let copy = MetaHeader::decode(path, copy)?;
+        if (copy.version, copy.codec, copy.geometry)
+            != (current.version, current.codec, current.geometry)
+        {
+            return Err(Error::corrupt(
+                path,
+                "its two headers disagree on the version, codec or geometry",
+            ));
+        }
+        Ok((current, Some(copy)))
+    }
+
+    /// Whether `self` and `other` commit the same records at the same frontier.
+    pub(crate) fn same_commit(&self, other: &MetaHeader) -> bool {
+        (self.length, self.tail_chunk, self.tail_offset)
+            == (other.length, other.tail_chunk, other.tail_offset)
+    }
+}
+
+/// The bytes of `meta.zr`: `current`, then `synced` when the store keeps it.
+pub(crate) fn encode_file(current: &MetaHeader, synced: Option<&MetaHeader>) -> Vec<u8> {
+    let mut bytes = current.encode().to_vec();
+    if let Some(synced) = synced {
+        bytes.extend_from_slice(&synced.encode());
+    }
+    bytes
 }
 
 #[cfg(test)]
@@ -244,6 +296,56 @@ mod tests {
             MetaHeader::decode(Path::new("m"), &v1.encode()).unwrap(),
             v1
         );
+    }
+
+    #[test]
+    fn the_synced_copy_follows_the_current_header_and_must_agree_with_it() {
+        let synced = MetaHeader::new(&Codec::Zstd, Geometry::default());
+        let current = MetaHeader {
+            tail_offset: 40,
+            length: 3,
+            ..synced
+        };
+        let p = Path::new("m");
+        let bytes = encode_file(&current, Some(&synced));
+        assert_eq!(bytes.len(), 64);
+        assert_eq!(&bytes[..32], &current.encode());
+        assert_eq!(&bytes[32..], &synced.encode());
+        assert_eq!(
+            MetaHeader::decode_file(p, &bytes, true).unwrap(),
+            (current, Some(synced))
+        );
+        assert!(!current.same_commit(&synced));
+        // Without the feature the file is the current header alone.
+        assert_eq!(encode_file(&current, None), current.encode());
+        assert_eq!(
+            MetaHeader::decode_file(p, &current.encode(), false).unwrap(),
+            (current, None)
+        );
+        for wrong in [&bytes[..32], &bytes[..63]] {
+            assert!(matches!(
+                MetaHeader::decode_file(p, wrong, true),
+                Err(Error::Corrupt { .. })
+            ));
+        }
+        assert!(matches!(
+            MetaHeader::decode_file(p, &bytes, false),
+            Err(Error::Corrupt { .. })
+        ));
+        let other = MetaHeader {
+            codec: CodecTag::Raw,
+            ..synced
+        };
+        assert!(matches!(
+            MetaHeader::decode_file(p, &encode_file(&current, Some(&other)), true),
+            Err(Error::Corrupt { reason, .. }) if reason.contains("disagree")
+        ));
+        let mut damaged = bytes.clone();
+        damaged[32] = b'X';
+        assert!(matches!(
+            MetaHeader::decode_file(p, &damaged, true),
+            Err(Error::BadMagic { .. })
+        ));
     }
 
     #[test]

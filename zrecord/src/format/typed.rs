@@ -29,28 +29,36 @@ pub(crate) struct StoreFeatures {
     pub(crate) checksums: bool,
     /// Ragged records may have zero elements.
     pub(crate) empty_records: bool,
+    /// `meta.zr` keeps the header of the last completed sync after the
+    /// current one, so an open can tell which commits a power cut may have
+    /// reordered.
+    pub(crate) synced_header: bool,
 }
 
 impl StoreFeatures {
     const CHECKSUMS: u32 = 1;
     const EMPTY_RECORDS: u32 = 2;
-    const KNOWN: u32 = Self::CHECKSUMS | Self::EMPTY_RECORDS;
+    const SYNCED_HEADER: u32 = 4;
+    const KNOWN: u32 = Self::CHECKSUMS | Self::EMPTY_RECORDS | Self::SYNCED_HEADER;
 
     /// The features of stores this build creates.
     pub(crate) const CURRENT: StoreFeatures = StoreFeatures {
         checksums: true,
         empty_records: true,
+        synced_header: true,
     };
 
     fn bits(self) -> u32 {
         (u32::from(self.checksums) * Self::CHECKSUMS)
             | (u32::from(self.empty_records) * Self::EMPTY_RECORDS)
+            | (u32::from(self.synced_header) * Self::SYNCED_HEADER)
     }
 
     fn from_bits(bits: u32) -> StoreFeatures {
         StoreFeatures {
             checksums: bits & Self::CHECKSUMS != 0,
             empty_records: bits & Self::EMPTY_RECORDS != 0,
+            synced_header: bits & Self::SYNCED_HEADER != 0,
         }
     }
 }
@@ -289,7 +297,7 @@ mod tests {
             let h = StoreHeader::new(identity);
             let b = h.encode();
             assert_eq!(&b[..5], b"ZRST\x02");
-            assert_eq!(&b[20..24], &[3, 0, 0, 0]);
+            assert_eq!(&b[20..24], &[7, 0, 0, 0]);
             assert_eq!(StoreHeader::decode(Path::new("s"), &b).unwrap(), h);
             let v1 = StoreHeader {
                 version: 1,

@@ -30,10 +30,11 @@ const SECTOR: u64 = 512;
 /// store.append_bytes(DType::U8, &[1, 2])?;
 /// store.sync()?;
 /// store.append_bytes(DType::U8, &[3, 4])?;        // not synced
-/// drop(store);
 ///
-/// // The power fails: everything after the sync is lost.
+/// // The power fails before the store is closed (closing syncs): everything
+/// // after the sync is lost.
 /// let rebooted = memory.crash(Crash::default());
+/// drop(store);
 /// let store: DynDenseStore = OpenOptions::new().open(Arc::new(rebooted))?;
 /// assert_eq!(store.len(), 1);
 /// # Ok::<(), zrecord::Error>(())
