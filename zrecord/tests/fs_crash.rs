@@ -572,19 +572,25 @@ fn without_the_folder_syncs_some_crash_state_is_wrong() {
         allowed
     };
     let mutated = Traced {
-        events: without.clone(),
+        events: without,
         store: traced.store.clone(),
         allowed: allowed_for_without,
     };
+    assert_some_state_wrong(&mutated, Model::InOrder, "without folder syncs");
+}
+
+/// Checks the crash states of a mutated trace (its own events) under
+/// `model`, and fails unless some are wrong: the check can fail.
+fn assert_some_state_wrong(mutated: &Traced, model: Model, mutation: &str) {
     let scratch = scratch_dir();
-    let tally = check(&mutated, &without, Model::InOrder, scratch.path(), 1);
+    let tally = check(mutated, &mutated.events, model, scratch.path(), 1);
     assert!(
         !tally.failures.is_empty(),
-        "with no folder synced, all {} crash states still checked out: the check cannot fail",
+        "{mutation}, all {} {model:?} crash states still checked out: the check cannot fail",
         tally.distinct
     );
     eprintln!(
-        "without folder syncs: {} of the crash states are wrong; the first: {}",
+        "{mutation}: {} of the {model:?} crash states are wrong; the first: {}",
         tally.failures.len(),
         tally.failures[0]
     );
@@ -636,20 +642,9 @@ fn without_the_synced_header_some_reordered_crash_state_is_wrong() {
         "the trace writes meta.zr with its synced copy"
     );
     let mutated = Traced {
-        events: events.clone(),
+        events,
         store: traced.store.clone(),
         allowed: traced.allowed.clone(),
     };
-    let scratch = scratch_dir();
-    let tally = check(&mutated, &events, Model::Reordered, scratch.path(), 1);
-    assert!(
-        !tally.failures.is_empty(),
-        "with no synced copy kept, all {} reordered crash states still checked out: the check cannot fail",
-        tally.distinct
-    );
-    eprintln!(
-        "without the synced header: {} of the reordered crash states are wrong; the first: {}",
-        tally.failures.len(),
-        tally.failures[0]
-    );
+    assert_some_state_wrong(&mutated, Model::Reordered, "without the synced header");
 }

@@ -146,8 +146,8 @@ impl Engine {
     }
 
     /// The last step of a writable open, for what it found past the synced
-    /// header. Appends it kept are left for the next `sync` to make
-    /// durable (until then every open checks them again). A rollback is
+    /// header. Appends it kept are left for the handle's next `sync` (or its
+    /// close) to make durable; until then every open checks them again. A rollback is
     /// written at once, with the synced header as the current one: a later
     /// append writes past the synced frontier, and a header still naming
     /// the damaged records could then take a killed append's first records
