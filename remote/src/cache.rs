@@ -299,10 +299,6 @@ impl Cache {
     /// was not kept (no room beside pinned stores, or the write failed —
     /// a cache that cannot write still serves reads).
     fn store_block(&self, object: Object, b: u64, bytes: &[u8], work: &mut CacheWork) -> bool {
-        match self.reserve(bytes.len() as u64, work) {
-            Ok(true) => {}
-            Ok(false) | Err(_) => return false,
-        }
         static TEMP: AtomicU64 = AtomicU64::new(0);
         let path = self.block_path(object, b);
         let temp = self.dir.join(format!(
@@ -311,8 +307,20 @@ impl Cache {
             std::process::id(),
             TEMP.fetch_add(1, Ordering::Relaxed)
         ));
-        let written = File::create(&temp)
-            .and_then(|mut f| f.write_all(bytes))
+        // The room is claimed by a temporary file of the block's size,
+        // made while the cache lock is held: another process's eviction
+        // counts it from then on, as it counts every file in the cache.
+        let len = bytes.len() as u64;
+        let claim = || File::create(&temp).and_then(|f| f.set_len(len).map(|()| f));
+        let mut file = match self.reserve(len, work, claim) {
+            Ok(Some(file)) => file,
+            Ok(None) | Err(_) => {
+                let _ = fs::remove_file(&temp);
+                return false;
+            }
+        };
+        let written = file
+            .write_all(bytes)
             .and_then(|()| fs::rename(&temp, &path));
         if written.is_err() {
             let _ = fs::remove_file(&temp);
@@ -321,8 +329,15 @@ impl Cache {
     }
 
     /// Makes room for `bytes` more, evicting if the cache would exceed its
-    /// limit; `false` when pinned blocks leave too little room.
-    fn reserve(&self, bytes: u64, work: &mut CacheWork) -> Result<bool> {
+    /// limit, and claims it with `claim` before letting go of the cache
+    /// lock; `None` when pinned blocks leave too little room or the claim
+    /// fails.
+    fn reserve(
+        &self,
+        bytes: u64,
+        work: &mut CacheWork,
+        claim: impl FnOnce() -> std::io::Result<File>,
+    ) -> Result<Option<File>> {
         let lock_path = self.root.join(LOCK);
         let lock = open_rw(&lock_path)?;
         lock.lock().map_err(Error::cache("lock", &lock_path))?;
@@ -342,13 +357,16 @@ impl Cache {
                 usage_file
                     .write_all_at(&usage.to_le_bytes(), 0)
                     .map_err(Error::cache("write", &usage_path))?;
-                return Ok(false);
+                return Ok(None);
             }
         }
+        let Ok(claimed) = claim() else {
+            return Ok(None);
+        };
         usage_file
             .write_all_at(&(usage + bytes).to_le_bytes(), 0)
             .map_err(Error::cache("write", &usage_path))?;
-        Ok(true)
+        Ok(Some(claimed))
     }
 
     /// Deletes least recently used blocks of unpinned stores until the
