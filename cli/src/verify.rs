@@ -106,6 +106,14 @@ fn repair(location: &str) -> anyhow::Result<()> {
         for j in &report.discarded {
             println!("removed {}: {}; {}", j.path.display(), j.reason, j.risk);
         }
+        if report.rolled_back > 0 {
+            println!(
+                "{}: rolled back to its last sync: {} records appended after it did not \
+                 check out (a power cut kept their header, not all of their bytes)",
+                dir.display(),
+                report.rolled_back
+            );
+        }
     }
     Ok(())
 }

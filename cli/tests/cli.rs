@@ -464,6 +464,40 @@ fn verify_finds_a_flipped_byte_and_a_truncated_table() {
 }
 
 #[test]
+fn verify_repair_says_what_a_power_cut_rolled_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let writer = d.join("writer");
+    let store = zrecord::DenseStore::<u8>::create(&writer, &[4], zrecord::Codec::Raw).unwrap();
+    store.append(&[1; 40]).unwrap();
+    store.sync().unwrap();
+    store.append(&[2; 12]).unwrap();
+    // The files as a power cut leaves them: the header of the unsynced
+    // append on disk, its bytes not (closing the writer would sync).
+    let cut = d.join("cut");
+    fs::create_dir(&cut).unwrap();
+    for entry in fs::read_dir(&writer).unwrap() {
+        let entry = entry.unwrap();
+        fs::copy(entry.path(), cut.join(entry.file_name())).unwrap();
+    }
+    drop(store);
+    let chunk = fs::OpenOptions::new()
+        .write(true)
+        .open(cut.join("0.chunk"))
+        .unwrap();
+    chunk.set_len(10 * 8).unwrap();
+    drop(chunk);
+    let out = ok(&[&"verify", &"--repair", &cut]);
+    assert!(
+        out.contains("rolled back to its last sync: 3 records"),
+        "{out}"
+    );
+    let out = ok(&[&"verify", &"--repair", &cut]);
+    assert!(!out.contains("rolled back"), "{out}");
+    ok(&[&"verify", &cut]);
+}
+
+#[test]
 fn maintenance_commands_work() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

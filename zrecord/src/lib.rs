@@ -142,9 +142,11 @@ pub mod test_hooks {
 pub use ragged_batch::{DynRaggedBatch, RaggedBatch, RaggedLayout};
 
 /// Opens the store at `path` writable once, finishing what a killed writer
-/// left (as every writable open does), and removes journals that are
-/// damaged instead of failing on them; reports what it removed and what may
-/// be lost with each. Run [`verify`](DenseStore::verify) afterwards.
+/// left and rolling back appends since the last sync that a power cut left
+/// damaged (as every writable open does), and removes journals that are
+/// damaged instead of failing on them; reports what it removed or rolled
+/// back and what may be lost with each. Run [`verify`](DenseStore::verify)
+/// afterwards.
 ///
 /// The way out for a store that keeps failing to open with a corruption
 /// error naming `compact.journal` or `delete.journal` (the command line:

@@ -144,6 +144,10 @@ fn a_damaged_or_misplaced_unsynced_record_rolls_back_every_unsynced_append() {
             assert_eq!(store.len(), 16, "{damage}, {codec}");
             store.verify().unwrap();
             drop(store);
+            // `repair` (a writable open) says what it rolled back.
+            let report = zrecord::repair(&path).unwrap();
+            assert_eq!(report.rolled_back, 8, "{damage}, {codec}");
+            assert_eq!(zrecord::repair(&path).unwrap().rolled_back, 0);
             let store = DenseStore::<u8>::open(&path).unwrap();
             assert_eq!(store.len(), 16, "{damage}, {codec}");
             store.verify().unwrap();

@@ -27,6 +27,10 @@ pub struct RepairReport {
     /// Damaged journals it removed (journals that check out are finished,
     /// as every writable open does).
     pub discarded: Vec<DiscardedJournal>,
+    /// Records appended after the last sync that did not check out (a power
+    /// cut kept the header that commits them but not all of their bytes):
+    /// the store was rolled back to its last sync, as every open does.
+    pub rolled_back: u64,
 }
 
 /// A damaged journal that [`repair`](crate::repair) removed.
@@ -172,6 +176,10 @@ impl Engine {
             }
             _ => (current, Unsynced::None),
         };
+        let rolled_back = match unsynced {
+            Unsynced::RolledBack => (current.length - m.length) / group,
+            _ => 0,
+        };
         let m = match synced {
             Some(s) if unsynced::delete_redone(&*storage, &current, &s, group) => MetaHeader {
                 length: s.length,
@@ -220,6 +228,7 @@ impl Engine {
             engine,
             RepairReport {
                 discarded: pending.discarded,
+                rolled_back,
             },
         ))
     }
