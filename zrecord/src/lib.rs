@@ -51,8 +51,10 @@
 //! header, so a process killed at any moment leaves exactly a prefix of whole
 //! batches. Deletes and compactions are journaled: after a kill in the
 //! middle of one, the next open finishes it (a delete shows all its records
-//! gone or none; a compaction loses no record). [`DenseStore::sync`] makes
-//! committed state survive power loss. Every record carries a checksum
+//! gone or none; a compaction loses no record). [`DenseStore::sync`], and
+//! closing a writable handle, make committed state survive power loss;
+//! appends a writer left unsynced are checked at the next open and kept only
+//! when whole. Every record carries a checksum
 //! (zstd's, or a CRC-32C for raw records) that `verify` checks, and gathers
 //! too when asked ([`OpenOptions::verify_on_read`]). A store whose journal
 //! is damaged opens again after [`repair`].
