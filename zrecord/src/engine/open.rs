@@ -165,7 +165,7 @@ impl Engine {
         let (m, unsynced) = match synced {
             Some(s) if unsynced::suspect(&current, &s) => {
                 if Engine::unsynced_commits_hold(&parts, &codec, current, s, options)? {
-                    (current, Unsynced::Kept(s))
+                    (current, Unsynced::Kept)
                 } else {
                     let s = MetaHeader {
                         flags: current.flags,

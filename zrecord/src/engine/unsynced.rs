@@ -21,8 +21,8 @@ use crate::{Error, OpenOptions, Result};
 pub(super) enum Unsynced {
     /// Nothing to check: the headers agree, or a journal is pending.
     None,
-    /// Appends since this synced header, all whole: kept.
-    Kept(MetaHeader),
+    /// Appends since the synced header, all whole: kept.
+    Kept,
     /// Appends since the synced header, not all whole: the store opened at
     /// the synced header.
     RolledBack,
@@ -155,7 +155,14 @@ impl Engine {
     pub(super) fn settle(&self, unsynced: Unsynced) -> Result<()> {
         match unsynced {
             Unsynced::None => Ok(()),
-            Unsynced::Kept(synced) => {
+            Unsynced::Kept => {
+                let Some(headers) = &self.headers else {
+                    return Ok(());
+                };
+                let synced = headers
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .synced;
                 let segment = synced.length / self.geometry.segment_entries();
                 self.writer().touch(Some(synced.tail_chunk), Some(segment));
                 Ok(())
