@@ -37,19 +37,27 @@ impl Groups {
     /// Splits `indices` by shard, shards in ascending order; an index past
     /// `starts`' end is an error.
     fn split(starts: &[u64], indices: &[u64]) -> Result<Groups> {
-        // One pass while the batch lists its shards in order (a mixture's
-        // batches do), the general split from the first that is not.
+        // Run by run while the batch lists its shards in order (a mixture's
+        // batches do): a run's end is found by one comparison per index and
+        // its local indices by one subtraction. The general split from the
+        // first shard out of order.
         let mut groups: Vec<(usize, Range<usize>)> = Vec::new();
         let mut locals = Vec::with_capacity(indices.len());
-        let mut shard = 0;
-        for (k, &index) in indices.iter().enumerate() {
-            shard = Self::locate(starts, index, shard)?;
-            match groups.last_mut() {
-                Some((last, range)) if *last == shard => range.end = k + 1,
-                Some((last, _)) if *last > shard => return Self::split_unordered(starts, indices),
-                _ => groups.push((shard, k..k + 1)),
+        let (mut k, mut shard) = (0, 0);
+        while let Some(&first) = indices.get(k) {
+            let next = Self::locate(starts, first, shard)?;
+            if !groups.is_empty() && next < shard {
+                return Self::split_unordered(starts, indices);
             }
-            locals.push(index - starts[shard]);
+            shard = next;
+            let (lo, span) = (starts[shard], starts[shard + 1] - starts[shard]);
+            let rest = &indices[k..];
+            let run = (rest.iter())
+                .position(|&i| i.wrapping_sub(lo) >= span)
+                .unwrap_or(rest.len());
+            locals.extend(rest[..run].iter().map(|&i| i - lo));
+            groups.push((shard, k..k + run));
+            k += run;
         }
         Ok(Groups {
             groups,
@@ -536,6 +544,46 @@ mod tests {
             prop_assert_eq!(shards.gather_dyn(&indices).unwrap(), whole.gather_dyn(&indices).unwrap());
             let (shards, whole) = ragged(&dir.path().join("r"), &sizes);
             prop_assert_eq!(shards.gather_dyn(&indices).unwrap(), whole.gather_dyn(&indices).unwrap());
+        }
+    }
+
+    proptest! {
+        /// Every batch position lands once, in its shard's group, with its
+        /// local index; groups ascend by shard; a batch whose shards come
+        /// in order is read in place.
+        #[test]
+        fn split_groups_every_position_by_shard(
+            sizes in prop::collection::vec(0u64..6, 1..6),
+            picks in prop::collection::vec(any::<prop::sample::Index>(), 0..40),
+            sorted in any::<bool>(),
+        ) {
+            let mut starts = vec![0];
+            for n in &sizes {
+                starts.push(starts[starts.len() - 1] + n);
+            }
+            let total = starts[sizes.len()];
+            prop_assume!(total > 0);
+            let mut indices: Vec<u64> = picks.iter().map(|p| p.index(total as usize) as u64).collect();
+            if sorted {
+                indices.sort_unstable();
+            }
+            let shard_of = |i: u64| starts.partition_point(|&s| s <= i) - 1;
+            let groups = Groups::split(&starts, &indices).unwrap();
+            prop_assert_eq!(groups.in_place, indices.is_sorted_by_key(|&i| shard_of(i)));
+            prop_assert!(groups.groups.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1.end == w[1].1.start));
+            let mut seen = vec![false; indices.len()];
+            for (shard, range) in &groups.groups {
+                for at in range.clone() {
+                    let position = groups.position(at);
+                    prop_assert!(!std::mem::replace(&mut seen[position], true));
+                    prop_assert_eq!(shard_of(indices[position]), *shard);
+                    prop_assert_eq!(starts[*shard] + groups.locals[at], indices[position]);
+                }
+            }
+            prop_assert!(seen.into_iter().all(|s| s));
+            let past = Groups::split(&starts, &[indices.first().copied().unwrap_or(0), total]);
+            let named_past = matches!(past, Err(Error::IndexOutOfRange { index, len }) if index == total && len == total);
+            prop_assert!(named_past);
         }
     }
 
