@@ -317,66 +317,120 @@ def loader_rows(data, args, lx, dirs):
     ]
 
 
+RAY_SYSTEMS = {
+    "cli": "`zrecord import parquet`",
+    "ray": "Ray job: `read_parquet` + the sink, Ray's default reader",
+    "ray-bins": "the same, read tasks of 32 MiB (`RAY_DATA_PARQUET_BIN_PACKING_BYTES`)",
+    "ray-v1": "the same, Ray's older reader (`use_datasource_v2 = False`), a task per file",
+    "read": "Ray's read alone: the older reader and a sink that writes nothing",
+    "sink": "the sink alone: the tables already in Ray's object store",
+}
+BIN_BYTES = "RAY_DATA_PARQUET_BIN_PACKING_BYTES"
+
+
+def busy_cpu_s():
+    """CPU seconds the whole machine has been busy (every process: Ray's
+    driver, workers and daemons, or the command), from /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            ticks = [int(v) for v in f.readline().split()[1:]]
+    except OSError:
+        return None
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")  # less idle and iowait
+
+
 def ray_rows(data, args, dirs):
-    """The Ray sink with 2 workers against `zrecord import parquet`, on the
-    same 4 Parquet files of (b) with labels."""
+    """Ray Data jobs with the sink on 2 workers against `zrecord import
+    parquet`, on the same Parquet files of (b) with labels: 4 files, and 16
+    (the 4 four times over, so that Ray's fixed costs per job weigh less).
+    Every system's time is its whole job, Ray's planning included."""
     import pyarrow as pa
     import pyarrow.parquet as pq
     import ray
 
     import zrecord.ray
 
-    files = []
+    class Discard(ray.data.Datasink):
+        def write(self, blocks, ctx):
+            for _ in blocks:
+                pass
+
     n = len(data)
-    for k, (a, b) in enumerate(chunks(n, (n + 3) // 4)):
+    logical = data.nbytes + 8 * n
+    tables = []
+    for a, b in chunks(n, (n + 3) // 4):
         flat = pa.array(data[a:b].reshape(-1))
         image = pa.FixedSizeListArray.from_arrays(pa.FixedSizeListArray.from_arrays(flat, 28), 28)
-        table = pa.table({"image": image, "label": pa.array(np.arange(a, b, dtype=np.int64))})
-        files.append(os.path.join(dirs, f"b-{k}.parquet"))
-        pq.write_table(table, files[-1], compression="zstd")
-    logical = data.nbytes + 8 * n
-    folder = os.path.join(dirs, "parquet")
-    os.makedirs(folder, exist_ok=True)
-    for f in files:
-        os.replace(f, os.path.join(folder, os.path.basename(f)))
+        tables.append(pa.table({"image": image, "label": pa.array(np.arange(a, b, dtype=np.int64))}))
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    # The sink alone: the 4 files' tables already in Ray's object store,
-    # one write task each on the 2 workers.
-    blocks = [ray.put(pq.read_table(os.path.join(folder, os.path.basename(f)))) for f in files]
-    # Ray's default Parquet reader (DataSourceV2 in Ray 2.60), and its
-    # older one (`use_datasource_v2 = False`, or RAY_DATA_USE_DATASOURCE_V2=0).
-    systems = ["cli", "ray", "ray-v1", "sink"]
     context = ray.data.DataContext.get_current()
-    rounds = []
-    for r in range(args.rounds + 1):  # the first round warms Ray's workers up
-        measured = {}
-        for system in systems[r % len(systems) :] + systems[: r % len(systems)]:
-            out = os.path.join(dirs, f"out-{system}")
-            shutil.rmtree(out, ignore_errors=True)
-            if system == "cli":
-                secs = timed(lambda: subprocess.run(
-                    [args.zrecord, "import", "parquet", folder, out, "-q"], check=True))  # fmt: skip
-            else:
-                context.use_datasource_v2 = system != "ray-v1"
-                if system.startswith("ray"):
-                    ds = ray.data.read_parquet(folder, override_num_blocks=4)
+    context.enable_progress_bars = False
+    default_bins = os.environ.get(BIN_BYTES)
+    results = []
+    for copies in [1] if args.quick else [1, 4]:
+        folder = os.path.join(dirs, f"parquet-{copies}")
+        os.makedirs(folder)
+        for c in range(copies):
+            for k, table in enumerate(tables):
+                pq.write_table(table, os.path.join(folder, f"c{c}-b{k}.parquet"), compression="zstd")
+        files = 4 * copies
+        systems = list(RAY_SYSTEMS)
+        rounds = []
+        for r in range(args.rounds + 1):  # the first round warms Ray's workers up
+            measured = {}
+            for system in systems[r % len(systems) :] + systems[: r % len(systems)]:
+                out = os.path.join(dirs, f"out-{system}")
+                shutil.rmtree(out, ignore_errors=True)
+                context.use_datasource_v2 = system in ("ray", "ray-bins")
+                if system == "ray-bins":
+                    os.environ[BIN_BYTES] = str(32 * MIB)
+                elif default_bins is None:
+                    os.environ.pop(BIN_BYTES, None)
                 else:
-                    ds = ray.data.from_arrow_refs(blocks)
-                secs = timed(lambda: ds.write_datasink(zrecord.ray.Datasink(out)))
-                assert len(zrecord.open(out)) == n
-            measured[system] = logical / secs / MIB
-        if r:
-            rounds.append(measured)
+                    os.environ[BIN_BYTES] = default_bins
+                # The sink's tables enter the object store, untimed, for its
+                # own run only: every other job starts with the store empty.
+                held = None
+                if system == "sink":
+                    held = [ray.put(pq.read_table(os.path.join(folder, f))) for f in sorted(os.listdir(folder))]
+
+                def run():
+                    if system == "cli":
+                        subprocess.run([args.zrecord, "import", "parquet", folder, out, "-q"], check=True)
+                    elif system == "sink":
+                        ray.data.from_arrow_refs(held).write_datasink(zrecord.ray.Datasink(out))
+                    else:
+                        # The older reader splits a read into 200 tasks unless told.
+                        split = {} if context.use_datasource_v2 else {"override_num_blocks": files}
+                        ds = ray.data.read_parquet(folder, **split)
+                        ds.write_datasink(Discard() if system == "read" else zrecord.ray.Datasink(out))
+
+                cpu = busy_cpu_s()
+                secs = timed(run)
+                cpu = None if cpu is None else busy_cpu_s() - cpu
+                if system != "read":  # the command writes a store per column, a job a dataset
+                    written = os.path.join(out, "label") if system == "cli" else out
+                    assert len(zrecord.open(written)) == n * copies
+                del held
+                measured[system] = (logical * copies / secs / MIB, cpu)
+            if r:
+                rounds.append(measured)
+        cpus = lambda s: [r[s][1] for r in rounds if r[s][1] is not None]  # noqa: E731
+        results.append({
+            "files": files,
+            "mib": logical * copies / MIB,
+            "systems": {
+                s: {
+                    "mib_s": statistics.median(r[s][0] for r in rounds),
+                    "x_cli": statistics.median(r[s][0] / r["cli"][0] for r in rounds),
+                    "cpu_s": statistics.median(cpus(s)) if cpus(s) else None,
+                }
+                for s in systems
+            },
+        })  # fmt: skip
+        shutil.rmtree(folder)
     ray.shutdown()
-    return {
-        "cli_mib_s": statistics.median(r["cli"] for r in rounds),
-        "ray_mib_s": statistics.median(r["ray"] for r in rounds),
-        "x_cli": median_ratio(rounds, "ray", "cli"),
-        "ray_v1_mib_s": statistics.median(r["ray-v1"] for r in rounds),
-        "v1_x_cli": median_ratio(rounds, "ray-v1", "cli"),
-        "sink_mib_s": statistics.median(r["sink"] for r in rounds),
-        "sink_x_cli": median_ratio(rounds, "sink", "cli"),
-    }
+    return results
 
 
 def main():
@@ -441,13 +495,17 @@ def report(results):
         for r in results["loader"]:
             print(f"| {r['system']} | {r['batches_s']:.1f} | {fmt(r['x_loaderx'])} |")
     if results["ray"]:
-        r = results["ray"]
-        print("\n| writer, (b) + labels from 4 Parquet files | MiB/s | × import parquet |\n|---|---:|---:|")
-        print(f"| `zrecord import parquet` | {r['cli_mib_s']:.0f} | 1.00× |")
-        print(f"| Ray job: `read_parquet` + the sink, 2 workers | {r['ray_mib_s']:.0f} | {r['x_cli']:.2f}× |")
-        print(f"| the same, Ray's V1 Parquet reader | {r['ray_v1_mib_s']:.0f} | {r['v1_x_cli']:.2f}× |")
-        print(f"| the sink alone: the 4 tables in Ray's object store, 2 workers | {r['sink_mib_s']:.0f} | {r['sink_x_cli']:.2f}× |")
-
+        sizes = results["ray"]
+        cpu = lambda v: "—" if v is None else f"{v:.1f}"  # noqa: E731
+        head = " | ".join(f"{r['files']} files, {r['mib']:.0f} MiB: MiB/s | × command | CPU s" for r in sizes)
+        print(f"\n| writer, (b) + labels from Parquet, 2 workers | {head} |")
+        print("|---|" + "---:|---:|---:|" * len(sizes))
+        for s, name in RAY_SYSTEMS.items():
+            cells = " | ".join(
+                f"{r['systems'][s]['mib_s']:.0f} | {r['systems'][s]['x_cli']:.2f}× | {cpu(r['systems'][s]['cpu_s'])}"
+                for r in sizes
+            )
+            print(f"| {name} | {cells} |")
 
 if __name__ == "__main__":
     main()
