@@ -375,9 +375,9 @@ def ray_rows(data, args, dirs):
                 pq.write_table(table, os.path.join(folder, f"c{c}-b{k}.parquet"), compression="zstd")
         files = 4 * copies
         systems = list(RAY_SYSTEMS)
-        rounds = []
+        rates, cpus = [], []  # per round: {system: MiB/s}, {system: CPU s}
         for r in range(args.rounds + 1):  # the first round warms Ray's workers up
-            measured = {}
+            rate, cpu = {}, {}
             for system in systems[r % len(systems) :] + systems[: r % len(systems)]:
                 out = os.path.join(dirs, f"out-{system}")
                 shutil.rmtree(out, ignore_errors=True)
@@ -405,25 +405,26 @@ def ray_rows(data, args, dirs):
                         ds = ray.data.read_parquet(folder, **split)
                         ds.write_datasink(Discard() if system == "read" else zrecord.ray.Datasink(out))
 
-                cpu = busy_cpu_s()
+                busy = busy_cpu_s()
                 secs = timed(run)
-                cpu = None if cpu is None else busy_cpu_s() - cpu
+                if busy is not None:
+                    cpu[system] = busy_cpu_s() - busy
                 if system != "read":  # the command writes a store per column, a job a dataset
                     written = os.path.join(out, "label") if system == "cli" else out
                     assert len(zrecord.open(written)) == n * copies
                 del held
-                measured[system] = (logical * copies / secs / MIB, cpu)
+                rate[system] = logical * copies / secs / MIB
             if r:
-                rounds.append(measured)
-        cpus = lambda s: [r[s][1] for r in rounds if r[s][1] is not None]  # noqa: E731
+                rates.append(rate)
+                cpus.append(cpu)
         results.append({
             "files": files,
             "mib": logical * copies / MIB,
             "systems": {
                 s: {
-                    "mib_s": statistics.median(r[s][0] for r in rounds),
-                    "x_cli": statistics.median(r[s][0] / r["cli"][0] for r in rounds),
-                    "cpu_s": statistics.median(cpus(s)) if cpus(s) else None,
+                    "mib_s": statistics.median(r[s] for r in rates),
+                    "x_cli": median_ratio(rates, s, "cli"),
+                    "cpu_s": statistics.median(c[s] for c in cpus) if all(s in c for c in cpus) else None,
                 }
                 for s in systems
             },
@@ -506,6 +507,7 @@ def report(results):
                 for r in sizes
             )
             print(f"| {name} | {cells} |")
+
 
 if __name__ == "__main__":
     main()
